@@ -1,0 +1,2 @@
+//! abide: an HTTP client that waits when the server says "slow down".
+pub mod units;
