@@ -78,7 +78,18 @@ mod tests {
         for (text, ms) in ok {
             assert_eq!(parse_duration(text).unwrap().as_millis(), ms, "{text}");
         }
-        for bad in ["", "s", "-1", "1d", "abc", "1.2.3", "nan", "1e3", "9999999h", "5 parsecs"] {
+        for bad in [
+            "",
+            "s",
+            "-1",
+            "1d",
+            "abc",
+            "1.2.3",
+            "nan",
+            "1e3",
+            "9999999h",
+            "5 parsecs",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
         }
     }

@@ -1,0 +1,352 @@
+//! Every flag, documented in one place: the doc comment of each field is its
+//! help text. Conventions: an explicit short letter where curl has one, an
+//! UPPERCASE value name, values parsed by `value_parser` functions so that a
+//! bad value is a usage error naming the flag.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::outcome::Kind;
+use crate::units::parse_duration;
+
+const REQUEST: &str = "Request";
+const POLICY: &str = "Retry policy";
+const OUTPUT: &str = "Output";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "abide",
+    version,
+    about = "An HTTP client that waits when the server says \"slow down\".",
+    long_about = "An HTTP client that waits when the server says \"slow down\".\n\n\
+        abide sends one HTTP request, classifies every answer (success, retryable, \
+        not retryable, unsafe to replay), honours the server's Retry-After with a floor \
+        and upward-only jitter, stops on budgets, and prints one JSON outcome line \
+        (to stderr by default) with an exit code per outcome.",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// The URL to request; without a scheme, http:// is assumed (as curl does).
+    #[arg(value_name = "URL", required = true)]
+    pub url: Option<String>,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a local rate-limited HTTP server that catches clients which retry too early.
+    Lab(crate::lab::LabArgs),
+    /// Show in ten seconds what abide does, against a lab started in-process.
+    Demo,
+}
+
+#[derive(Args, Debug, Default)]
+#[command(next_help_heading = REQUEST)]
+pub struct RequestArgs {
+    /// HTTP method (default: GET, or POST when a body is given).
+    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
+    pub method: Option<String>,
+
+    /// Add a header, "Name: value" (repeatable). "Name:" removes a default header.
+    #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header)]
+    pub headers: Vec<Header>,
+
+    /// Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on
+    /// every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded.
+    /// Repeated values are joined with &.
+    #[arg(short = 'd', long = "data", value_name = "DATA")]
+    pub data: Vec<String>,
+
+    /// Body as raw bytes; @FILE and @- as for --data.
+    #[arg(long = "data-binary", value_name = "DATA")]
+    pub data_binary: Vec<String>,
+
+    /// JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to
+    /// application/json.
+    #[arg(long = "json", value_name = "DATA", conflicts_with_all = ["data", "data_binary"])]
+    pub json: Option<String>,
+
+    /// Follow redirects (at most 10); without it a 3xx answer is final.
+    #[arg(short = 'L', long = "location")]
+    pub location: bool,
+
+    /// Basic authentication, USER:PASSWORD.
+    #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD")]
+    pub user: Option<String>,
+
+    /// User-Agent header [default: abide/VERSION].
+    #[arg(short = 'A', long = "user-agent", value_name = "NAME")]
+    pub user_agent: Option<String>,
+
+    /// Proxy URL (http://, https://, socks5://); the usual proxy environment
+    /// variables are honoured without it.
+    #[arg(short = 'x', long = "proxy", value_name = "URL")]
+    pub proxy: Option<String>,
+
+    /// Do not verify the server's TLS certificate.
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+
+    /// Trust the CA certificates in this PEM file instead of the built-in roots.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Longest time to connect, per attempt.
+    #[arg(long = "connect-timeout", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Longest time for one attempt, never beyond what is left of --budget.
+    #[arg(short = 'm', long = "max-time", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub max_time: Duration,
+}
+
+#[derive(Args, Debug, Default)]
+#[command(next_help_heading = POLICY)]
+pub struct PolicyArgs {
+    /// Total requests at most; 1 means no retry.
+    #[arg(long, value_name = "N", env = "ABIDE_ATTEMPTS", default_value = "4",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempts: u32,
+
+    /// curl's spelling: N retries, that is N+1 attempts.
+    #[arg(long, value_name = "N", conflicts_with = "attempts", value_parser = clap::value_parser!(u32).range(0..1000))]
+    pub retry: Option<u32>,
+
+    /// Wall-clock budget for the whole run, waits and requests together. No wait
+    /// is started that would end beyond it; the attempt in flight is cut at it.
+    #[arg(long, value_name = "DURATION", env = "ABIDE_BUDGET", default_value = "60s",
+          alias = "retry-max-time", value_parser = parse_duration)]
+    pub budget: Duration,
+
+    /// Longest single wait accepted; a longer server delay ends the run at once
+    /// with BUDGET_EXHAUSTED [default: no limit but the budget].
+    #[arg(long = "max-wait", value_name = "DURATION", env = "ABIDE_MAX_WAIT", value_parser = parse_duration)]
+    pub max_wait: Option<Duration>,
+
+    /// Retryable statuses, comma-separated.
+    #[arg(long = "retry-on", value_name = "CODES", env = "ABIDE_RETRY_ON",
+          default_value = "408,429,500,502,503,504", value_parser = parse_codes)]
+    pub retry_on: StatusList,
+
+    /// Least wait after a server-given delay: Retry-After 0, negative values and
+    /// past dates wait this long, never zero.
+    #[arg(long, value_name = "DURATION", env = "ABIDE_FLOOR", default_value = "1s", value_parser = parse_duration)]
+    pub floor: Duration,
+
+    /// Upward-only jitter on server-given delays: up to FRACTION of the wait,
+    /// at most 2 s; 0 turns it off.
+    #[arg(long, value_name = "FRACTION", env = "ABIDE_JITTER", default_value = "0.1", value_parser = parse_fraction)]
+    pub jitter: f64,
+
+    /// First backoff step when the server gave no delay (full jitter, doubling).
+    #[arg(long, value_name = "DURATION", env = "ABIDE_BACKOFF", default_value = "500ms", value_parser = parse_duration)]
+    pub backoff: Duration,
+
+    /// Largest backoff step.
+    #[arg(long = "backoff-max", value_name = "DURATION", env = "ABIDE_BACKOFF_MAX", default_value = "8s", value_parser = parse_duration)]
+    pub backoff_max: Duration,
+
+    /// Send this Idempotency-Key (or a random UUID for "auto") on every attempt,
+    /// and treat the request as safe to repeat.
+    #[arg(long = "idempotency-key", value_name = "KEY|auto", value_parser = parse_header_value)]
+    pub idempotency_key: Option<String>,
+
+    /// Treat the request as safe to repeat without sending a key (GraphQL or
+    /// search APIs that read with POST).
+    #[arg(long)]
+    pub idempotent: bool,
+}
+
+#[derive(Args, Debug, Default)]
+#[command(next_help_heading = OUTPUT)]
+pub struct OutputArgs {
+    /// Write the body to FILE (via a temporary file renamed on success, so a
+    /// failed run leaves any existing FILE untouched).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
+    /// appended to.
+    #[arg(
+        long,
+        value_name = "WHERE",
+        env = "ABIDE_OUTCOME",
+        default_value = "stderr"
+    )]
+    pub outcome: String,
+
+    /// No progress display or notes; the outcome line is still written.
+    #[arg(short = 's', long)]
+    pub silent: bool,
+
+    /// One line per attempt and per wait on stderr.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+/// A `-H` header: `None` as the value removes a default header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub name: String,
+    pub value: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusList(pub Vec<u16>);
+
+fn parse_method(text: &str) -> Result<String, String> {
+    if !text.is_empty() && text.bytes().all(is_token_byte) {
+        Ok(text.to_string())
+    } else {
+        Err(format!("`{text}` is not an HTTP method"))
+    }
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+pub fn parse_header(text: &str) -> Result<Header, String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| format!("`{}` is not \"Name: value\"", crate::redact::url(text)))?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(is_token_byte) {
+        return Err(format!("`{name}` is not a valid header name"));
+    }
+    let value = value.trim();
+    let value = (!value.is_empty())
+        .then(|| parse_header_value(value))
+        .transpose()
+        .map_err(|e| format!("header {name}: {e}"))?;
+    Ok(Header {
+        name: name.to_string(),
+        value,
+    })
+}
+
+fn parse_header_value(text: &str) -> Result<String, String> {
+    if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        Err("a header value cannot contain line breaks or NUL".into())
+    } else {
+        Ok(text.to_string())
+    }
+}
+
+fn parse_codes(text: &str) -> Result<StatusList, String> {
+    text.split(',')
+        .map(|code| {
+            code.trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|c| (100..600).contains(c))
+                .ok_or_else(|| format!("`{}` is not an HTTP status (100-599)", code.trim()))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(StatusList)
+}
+
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|f| (0.0..=1.0).contains(f))
+        .ok_or_else(|| format!("`{text}` is not a fraction between 0 and 1"))
+}
+
+/// The decision table in brief, for the end of `--help` and the man page.
+pub const DECISION_TABLE: &str = "\
+2xx, and 3xx without -L          SUCCEEDED, body written
+408, 429                          retried, for every method
+500, 502, 503, 504 (--retry-on)   retried when safe to repeat, else SIDE_EFFECT_UNKNOWN
+other 4xx and 5xx                 NON_RETRYABLE, never retried
+x-should-retry: true|false        overrides the status
+failure before sending            retried, for every method
+failure after sending             retried when safe to repeat, else SIDE_EFFECT_UNKNOWN
+Safe to repeat: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or --idempotency-key / --idempotent.
+Wait: retry-after-ms, else Retry-After (seconds or HTTP-date), raised to --floor, plus
+jitter; without one, full-jitter backoff. A wait beyond --max-wait or the budget ends the
+run at once with BUDGET_EXHAUSTED and next_allowed_at.";
+
+pub fn exit_codes() -> String {
+    Kind::ALL
+        .iter()
+        .map(|k| format!("{:>3}  {:<20} {}", k.exit_code(), k.name(), k.meaning()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The command with its generated long help; `--help`, completions and the
+/// man page all come from here.
+pub fn command() -> clap::Command {
+    Cli::command().after_long_help(format!(
+        "Decision table:\n{}\n\nExit codes:\n{}\n\nExamples:\n  {}",
+        indent(DECISION_TABLE),
+        indent(&exit_codes()),
+        EXAMPLES.join("\n  ")
+    ))
+}
+
+pub const EXAMPLES: [&str; 4] = [
+    "abide https://api.example.com/v1/items -o items.json",
+    "abide --attempts 6 --budget 2m -X POST --json @order.json --idempotency-key auto https://api.example.com/orders",
+    "abide https://api.example.com/v1/items 2>&1 >/dev/null | jq -r .outcome",
+    "abide demo",
+];
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_is_well_formed() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(
+            parse_header("X-A:  b c ").unwrap(),
+            Header {
+                name: "X-A".into(),
+                value: Some("b c".into())
+            }
+        );
+        assert_eq!(parse_header("User-Agent:").unwrap().value, None);
+        for bad in ["nocolon", ": v", "Bad Name: v", "X: a\r\nInjected: 1"] {
+            assert!(parse_header(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn codes_and_fractions() {
+        assert_eq!(parse_codes("429, 503").unwrap(), StatusList(vec![429, 503]));
+        assert!(parse_codes("429,abc").is_err());
+        assert!(parse_codes("700").is_err());
+        assert_eq!(parse_fraction("0.25"), Ok(0.25));
+        assert!(parse_fraction("1.5").is_err());
+        assert!(parse_fraction("-0.1").is_err());
+    }
+}

@@ -1,0 +1,444 @@
+//! The decision table: what one attempt's result means, and what to do next.
+//!
+//! `classify` turns an observation (a status, or a transport failure and when
+//! it happened) into a [`Verdict`]; `next_step` weighs a retryable verdict
+//! against the server's delay, the floor, jitter, backoff, attempts and the
+//! budget, and either names the wait or ends the run. Both are pure: "why
+//! did it wait 3.2 s?" is answered by this file alone.
+
+use std::time::Duration;
+
+use crate::delay::{self, ServerDelay};
+use crate::outcome::Kind;
+
+/// The retry policy as the user set it.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub attempts: u32,
+    pub budget: Duration,
+    pub max_wait: Option<Duration>,
+    pub retry_on: Vec<u16>,
+    pub floor: Duration,
+    pub jitter: f64,
+    pub backoff: Duration,
+    pub backoff_max: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            attempts: 4,
+            budget: Duration::from_secs(60),
+            max_wait: None,
+            retry_on: vec![408, 429, 500, 502, 503, 504],
+            floor: Duration::from_secs(1),
+            jitter: 0.1,
+            backoff: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(8),
+        }
+    }
+}
+
+/// Whether a request may be sent twice without a second effect: GET, HEAD,
+/// OPTIONS, TRACE, PUT and DELETE are, as is anything sent with an
+/// idempotency key or declared `--idempotent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    Safe,
+    Unsafe,
+}
+
+impl Replay {
+    pub fn of(method: &str, declared_idempotent: bool) -> Replay {
+        const SAFE: [&str; 6] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"];
+        if declared_idempotent || SAFE.contains(&method) {
+            Replay::Safe
+        } else {
+            Replay::Unsafe
+        }
+    }
+}
+
+/// When a transport failure happened, relative to the server seeing the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Nothing reached the server: refused, DNS, connect timeout, TLS handshake.
+    BeforeSend,
+    /// The request may have been processed: timeout awaiting the answer,
+    /// reset, closed connection, a body that broke off.
+    AfterSend,
+    /// Retrying cannot help or cannot be done cleanly (too many redirects,
+    /// part of the body already written to stdout).
+    Final,
+}
+
+/// What one attempt produced, as far as the decision table cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observation {
+    /// An HTTP answer. `should_retry` is the server's own `x-should-retry`
+    /// (or `Stripe-Should-Retry`) when present and valid.
+    Status {
+        status: u16,
+        should_retry: Option<bool>,
+    },
+    Transport(Phase),
+}
+
+/// The meaning of one attempt's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Success,
+    Retryable,
+    NonRetryable,
+    /// A write may have been applied; replaying it blindly could apply it twice.
+    SideEffectUnknown,
+}
+
+/// Statuses a non-idempotent request may still be retried on: the server
+/// says it did not process the request (429 rate limited, 408 timeout
+/// before reading it).
+const NOT_PROCESSED: [u16; 2] = [408, 429];
+
+pub fn classify(observation: Observation, replay: Replay, policy: &Policy) -> Verdict {
+    match observation {
+        Observation::Status { status, .. } if (200..400).contains(&status) => Verdict::Success,
+        Observation::Status {
+            should_retry: Some(false),
+            ..
+        } => Verdict::NonRetryable,
+        // The server vouches that a retry is safe (Stripe's contract).
+        Observation::Status {
+            should_retry: Some(true),
+            ..
+        } => Verdict::Retryable,
+        Observation::Status { status, .. } if policy.retry_on.contains(&status) => {
+            if replay == Replay::Safe || NOT_PROCESSED.contains(&status) {
+                Verdict::Retryable
+            } else {
+                Verdict::SideEffectUnknown
+            }
+        }
+        Observation::Status { .. } => Verdict::NonRetryable,
+        Observation::Transport(Phase::BeforeSend) => Verdict::Retryable,
+        Observation::Transport(Phase::AfterSend) => match replay {
+            Replay::Safe => Verdict::Retryable,
+            Replay::Unsafe => Verdict::SideEffectUnknown,
+        },
+        Observation::Transport(Phase::Final) => Verdict::NonRetryable,
+    }
+}
+
+/// Where the run stands when deciding after attempt number `attempt`.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Requests sent so far, this one included.
+    pub attempt: u32,
+    /// Time since the run started, waits and requests together.
+    pub elapsed: Duration,
+}
+
+/// Why a wait lasts what it lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitCause {
+    /// The server's delay, raised to the floor, plus upward jitter.
+    Server {
+        server: ServerDelay,
+        honoured: Duration,
+    },
+    /// Full-jitter exponential backoff for retry `n`.
+    Backoff { n: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    pub duration: Duration,
+    pub cause: WaitCause,
+}
+
+/// Why the run ends, in the outcome's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stop {
+    pub kind: Kind,
+    /// How long from now the caller should not call again, when known.
+    pub not_before: Option<Duration>,
+    /// The specific cause, for the outcome's `reason`.
+    pub why: StopWhy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopWhy {
+    Success,
+    NonRetryable,
+    SideEffectUnknown,
+    AttemptsUsed {
+        attempts: u32,
+    },
+    /// The server's delay exceeds `--max-wait`.
+    DelayOverMaxWait {
+        delay: Duration,
+        max_wait: Duration,
+    },
+    /// The wait would end beyond the budget.
+    WaitOverBudget {
+        wait: Duration,
+        left: Duration,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    Wait(Wait),
+    Stop(Stop),
+}
+
+/// Uniform draws in `[0, 1)` for the jitter and backoff of one decision;
+/// passed in so the decision stays pure.
+#[derive(Debug, Clone, Copy)]
+pub struct Draw(pub f64);
+
+pub fn next_step(
+    verdict: Verdict,
+    server: Option<ServerDelay>,
+    progress: Progress,
+    policy: &Policy,
+    draw: Draw,
+) -> Next {
+    let stop = |kind, why, not_before| {
+        Next::Stop(Stop {
+            kind,
+            not_before,
+            why,
+        })
+    };
+    let honoured = server.map(|s| delay::honoured(s.delay, policy.floor));
+    match verdict {
+        Verdict::Success => return stop(Kind::Succeeded, StopWhy::Success, None),
+        Verdict::NonRetryable => return stop(Kind::NonRetryable, StopWhy::NonRetryable, honoured),
+        Verdict::SideEffectUnknown => {
+            return stop(
+                Kind::SideEffectUnknown,
+                StopWhy::SideEffectUnknown,
+                honoured,
+            );
+        }
+        Verdict::Retryable => {}
+    }
+    if progress.attempt >= policy.attempts {
+        let why = StopWhy::AttemptsUsed {
+            attempts: progress.attempt,
+        };
+        return stop(Kind::RetryExhausted, why, honoured);
+    }
+    let left = policy.budget.saturating_sub(progress.elapsed);
+    let wait = match (server, honoured) {
+        (Some(server), Some(honoured)) => {
+            if let Some(max_wait) = policy.max_wait.filter(|&m| honoured > m) {
+                let why = StopWhy::DelayOverMaxWait {
+                    delay: honoured,
+                    max_wait,
+                };
+                return stop(Kind::BudgetExhausted, why, Some(honoured));
+            }
+            // Jitter only ever adds, and only as much as the limits leave room for.
+            let room = policy
+                .max_wait
+                .unwrap_or(Duration::MAX)
+                .min(left.saturating_sub(Duration::from_millis(1)))
+                .saturating_sub(honoured);
+            let extra = delay::jitter(honoured, policy.jitter, draw.0).min(room);
+            Wait {
+                duration: honoured + extra,
+                cause: WaitCause::Server { server, honoured },
+            }
+        }
+        _ => {
+            let n = progress.attempt;
+            let chosen = delay::backoff(n, policy.backoff, policy.backoff_max, draw.0);
+            Wait {
+                // Our own delay may be shortened to fit --max-wait: only the
+                // server's delay is a promise we must keep.
+                duration: policy.max_wait.map_or(chosen, |m| chosen.min(m)),
+                cause: WaitCause::Backoff { n },
+            }
+        }
+    };
+    // A wait that ends at or after the budget leaves no time for the attempt.
+    let must_wait = match wait.cause {
+        WaitCause::Server { honoured, .. } => honoured,
+        WaitCause::Backoff { .. } => wait.duration,
+    };
+    if must_wait >= left {
+        let why = StopWhy::WaitOverBudget {
+            wait: must_wait,
+            left,
+        };
+        return stop(Kind::BudgetExhausted, why, honoured);
+    }
+    Next::Wait(wait)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delay::DelaySource;
+
+    fn status(status: u16) -> Observation {
+        Observation::Status {
+            status,
+            should_retry: None,
+        }
+    }
+
+    #[test]
+    fn classification_table() {
+        use Observation::Transport;
+        use Phase::*;
+        use Replay::*;
+        use Verdict::*;
+        let policy = Policy::default();
+        let said = |status, yes| Observation::Status {
+            status,
+            should_retry: Some(yes),
+        };
+        let rows = [
+            (status(200), Safe, Success),
+            (status(204), Unsafe, Success),
+            (status(301), Safe, Success),
+            (status(304), Unsafe, Success),
+            (status(429), Safe, Retryable),
+            (status(429), Unsafe, Retryable),
+            (status(408), Unsafe, Retryable),
+            (status(503), Safe, Retryable),
+            (status(500), Safe, Retryable),
+            (status(502), Safe, Retryable),
+            (status(504), Safe, Retryable),
+            (status(503), Unsafe, SideEffectUnknown),
+            (status(500), Unsafe, SideEffectUnknown),
+            (status(400), Safe, NonRetryable),
+            (status(401), Safe, NonRetryable),
+            (status(403), Unsafe, NonRetryable),
+            (status(404), Safe, NonRetryable),
+            (status(422), Safe, NonRetryable),
+            (status(501), Safe, NonRetryable),
+            (status(505), Safe, NonRetryable),
+            (status(100), Safe, NonRetryable),
+            (said(400, true), Safe, Retryable),
+            (said(500, true), Unsafe, Retryable),
+            (said(503, false), Safe, NonRetryable),
+            (said(429, false), Safe, NonRetryable),
+            (said(200, false), Safe, Success),
+            (Transport(BeforeSend), Safe, Retryable),
+            (Transport(BeforeSend), Unsafe, Retryable),
+            (Transport(AfterSend), Safe, Retryable),
+            (Transport(AfterSend), Unsafe, SideEffectUnknown),
+            (Transport(Final), Safe, NonRetryable),
+        ];
+        for (observation, replay, verdict) in rows {
+            assert_eq!(
+                classify(observation, replay, &policy),
+                verdict,
+                "{observation:?} {replay:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_on_is_configurable() {
+        let policy = Policy {
+            retry_on: vec![409],
+            ..Policy::default()
+        };
+        assert_eq!(
+            classify(status(409), Replay::Safe, &policy),
+            Verdict::Retryable
+        );
+        assert_eq!(
+            classify(status(503), Replay::Safe, &policy),
+            Verdict::NonRetryable
+        );
+        // 429 on a POST is retried only when 429 is configured as retryable.
+        assert_eq!(
+            classify(status(429), Replay::Unsafe, &policy),
+            Verdict::NonRetryable
+        );
+    }
+
+    #[test]
+    fn safe_methods() {
+        for m in ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"] {
+            assert_eq!(Replay::of(m, false), Replay::Safe, "{m}");
+        }
+        for m in ["POST", "PATCH", "CONNECT", "PURGE", "get"] {
+            assert_eq!(Replay::of(m, false), Replay::Unsafe, "{m}");
+            assert_eq!(Replay::of(m, true), Replay::Safe, "{m}");
+        }
+    }
+
+    fn ra(secs: f64) -> Option<ServerDelay> {
+        Some(ServerDelay {
+            delay: Duration::from_secs_f64(secs),
+            source: DelaySource::RetryAfterSeconds,
+        })
+    }
+
+    fn at(attempt: u32, elapsed_ms: u64) -> Progress {
+        Progress {
+            attempt,
+            elapsed: Duration::from_millis(elapsed_ms),
+        }
+    }
+
+    /// Wait in ms, or the outcome kind and not_before in ms.
+    type Expected = Result<u128, (Kind, Option<u128>)>;
+
+    fn outcome(next: Next) -> Expected {
+        match next {
+            Next::Wait(w) => Ok(w.duration.as_millis()),
+            Next::Stop(s) => Err((s.kind, s.not_before.map(|d| d.as_millis()))),
+        }
+    }
+
+    #[test]
+    fn next_step_table() {
+        use Kind::{BudgetExhausted, RetryExhausted, Succeeded};
+        use Verdict::Retryable;
+        const NR: Verdict = Verdict::NonRetryable;
+        const SEU: Verdict = Verdict::SideEffectUnknown;
+        const SUCCESS: Verdict = Verdict::Success;
+        let p = Policy::default();
+        let no_jitter = Policy {
+            jitter: 0.0,
+            ..Policy::default()
+        };
+        let capped = Policy {
+            max_wait: Some(Duration::from_secs(5)),
+            ..Policy::default()
+        };
+        let d = Draw;
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Next, Expected)> = vec![
+            ("success ends", next_step(SUCCESS, None, at(1, 0), &p, d(0.5)), Err((Succeeded, None))),
+            ("401 ends", next_step(NR, None, at(1, 0), &p, d(0.5)), Err((Kind::NonRetryable, None))),
+            ("unknown write ends", next_step(SEU, None, at(1, 0), &p, d(0.5)), Err((Kind::SideEffectUnknown, None))),
+            ("Retry-After replaces backoff", next_step(Retryable, ra(3.0), at(1, 0), &no_jitter, d(0.9)), Ok(3000)),
+            ("jitter adds 10% at most", next_step(Retryable, ra(3.0), at(1, 0), &p, d(0.5)), Ok(3150)),
+            ("Retry-After 0 waits the floor", next_step(Retryable, ra(0.0), at(1, 0), &no_jitter, d(0.5)), Ok(1000)),
+            ("short delay waits the floor", next_step(Retryable, ra(0.2), at(1, 0), &no_jitter, d(0.5)), Ok(1000)),
+            ("no delay: backoff retry 1", next_step(Retryable, None, at(1, 0), &p, d(0.5)), Ok(250)),
+            ("no delay: backoff retry 3", next_step(Retryable, None, at(3, 0), &p, d(0.5)), Ok(1000)),
+            ("attempts used", next_step(Retryable, None, at(4, 0), &p, d(0.5)), Err((RetryExhausted, None))),
+            ("attempts used keeps delay", next_step(Retryable, ra(7.0), at(4, 0), &p, d(0.5)), Err((RetryExhausted, Some(7000)))),
+            ("delay over max-wait", next_step(Retryable, ra(20.0), at(1, 0), &capped, d(0.5)), Err((BudgetExhausted, Some(20000)))),
+            ("delay at max-wait", next_step(Retryable, ra(5.0), at(1, 0), &capped, d(0.9)), Ok(5000)),
+            ("delay over budget", next_step(Retryable, ra(120.0), at(1, 0), &p, d(0.5)), Err((BudgetExhausted, Some(120000)))),
+            ("delay over what is left", next_step(Retryable, ra(10.0), at(2, 55_000), &p, d(0.5)), Err((BudgetExhausted, Some(10000)))),
+            ("jitter clipped to budget", next_step(Retryable, ra(10.0), at(2, 49_500), &p, d(0.9)), Ok(10499)),
+            ("backoff over budget", next_step(Retryable, None, at(3, 59_900), &p, d(0.9)), Err((BudgetExhausted, None))),
+            ("backoff shortened by max-wait", next_step(Retryable, None, at(3, 0), &Policy { max_wait: Some(Duration::from_millis(300)), ..Policy::default() }, d(0.9)), Ok(300)),
+            ("huge delay", next_step(Retryable, Some(ServerDelay { delay: delay::MAX_SERVER_DELAY, source: DelaySource::RetryAfterSeconds }), at(1, 0), &p, d(0.5)), Err((BudgetExhausted, Some(delay::MAX_SERVER_DELAY.as_millis())))),
+        ];
+        for (name, next, expected) in rows {
+            assert_eq!(outcome(next), expected, "{name}");
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The HTTP edge: one attempt of the request with ureq, its answer as plain
+//! data, and its failures sorted by whether the server may have seen them.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
+use ureq::{Agent, Timeout};
+
+use crate::decision::Phase;
+
+/// What a request carries as its body. Files are streamed on every attempt,
+/// never held in memory; stdin is read once and replayed from memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    Empty,
+    Bytes(Vec<u8>),
+    File(PathBuf),
+}
+
+/// The request exactly as every attempt sends it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Body,
+}
+
+/// Connection settings that stay the same for the whole run.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub follow_redirects: bool,
+    pub proxy: Option<String>,
+    pub insecure: bool,
+    pub cacert: Option<PathBuf>,
+}
+
+/// Time limits for one attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub total: Duration,
+    pub connect: Duration,
+}
+
+/// An HTTP answer: status, headers (names lower-cased) and a streaming body.
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Box<dyn Read>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A transport failure and when it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub phase: Phase,
+    pub message: String,
+}
+
+/// Sends one attempt; the retry loop sees only this.
+pub trait Transport {
+    fn send(&mut self, limits: Limits) -> Result<Reply, Failure>;
+}
+
+/// The real transport, over ureq.
+pub struct Http {
+    agent: Agent,
+    request: Request,
+}
+
+impl Http {
+    pub fn new(settings: &Settings, request: Request) -> Result<Http> {
+        let mut tls = TlsConfig::builder().disable_verification(settings.insecure);
+        if let Some(path) = &settings.cacert {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("cannot read --cacert {}", path.display()))?;
+            let certs = ureq::tls::parse_pem(&pem)
+                .filter_map(|item| match item {
+                    Ok(ureq::tls::PemItem::Certificate(cert)) => Some(Ok(cert)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<Result<Vec<Certificate<'static>>, _>>()
+                .with_context(|| format!("--cacert {} is not valid PEM", path.display()))?;
+            anyhow::ensure!(
+                !certs.is_empty(),
+                "--cacert {} holds no certificate",
+                path.display()
+            );
+            tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
+        }
+        let mut config = Agent::config_builder()
+            .http_status_as_error(false)
+            .allow_non_standard_methods(true)
+            .max_redirects(if settings.follow_redirects { 10 } else { 0 })
+            .user_agent(ureq::config::AutoHeaderValue::None)
+            .tls_config(tls.build());
+        if let Some(proxy) = &settings.proxy {
+            let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
+            config = config.proxy(Some(proxy));
+        }
+        Ok(Http {
+            agent: config.build().new_agent(),
+            request,
+        })
+    }
+
+    /// Cuts any request in flight when called (from another thread).
+    pub fn interrupter(&self) -> impl Fn() + Send + 'static {
+        let agent = self.agent.clone();
+        move || agent.clone().shutdown()
+    }
+
+    fn build(&self) -> Result<ureq::http::Request<()>, Failure> {
+        let mut builder = ureq::http::Request::builder()
+            .method(self.request.method.as_str())
+            .uri(self.request.url.as_str());
+        for (name, value) in &self.request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        builder.body(()).map_err(|e| Failure {
+            phase: Phase::Final,
+            message: format!("cannot build the request: {e}"),
+        })
+    }
+}
+
+impl Http {
+    fn run(
+        &self,
+        parts: ureq::http::request::Parts,
+        body: impl ureq::AsSendBody,
+        limits: Limits,
+    ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        let request = self
+            .agent
+            .configure_request(ureq::http::Request::from_parts(parts, body))
+            .timeout_global(Some(limits.total))
+            .timeout_connect(Some(limits.connect.min(limits.total)))
+            .build();
+        self.agent.run(request)
+    }
+}
+
+impl Transport for Http {
+    fn send(&mut self, limits: Limits) -> Result<Reply, Failure> {
+        let (parts, ()) = self.build()?.into_parts();
+        let result = match &self.request.body {
+            Body::Empty => self.run(parts, (), limits),
+            Body::Bytes(bytes) => self.run(parts, bytes.as_slice(), limits),
+            Body::File(path) => {
+                let file = File::open(path).map_err(|e| Failure {
+                    phase: Phase::Final,
+                    message: format!("cannot read {}: {e}", path.display()),
+                })?;
+                self.run(parts, file, limits)
+            }
+        };
+        let response = result.map_err(failure)?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_string(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        Ok(Reply {
+            status,
+            headers,
+            body: Box::new(response.into_body().into_reader()),
+        })
+    }
+}
+
+/// Sorts a ureq error by whether the server may have seen the request.
+fn failure(error: ureq::Error) -> Failure {
+    use ureq::Error as E;
+    let phase = match &error {
+        E::HostNotFound
+        | E::ConnectionFailed
+        | E::ConnectProxyFailed(_)
+        | E::InvalidProxyUrl
+        | E::Tls(_)
+        | E::Rustls(_)
+        | E::Pem(_)
+        | E::TlsRequired
+        | E::Timeout(Timeout::Resolve | Timeout::Connect) => Phase::BeforeSend,
+        E::Io(io) if before_send(io) => Phase::BeforeSend,
+        E::TooManyRedirects
+        | E::RedirectFailed
+        | E::BadUri(_)
+        | E::Http(_)
+        | E::RequireHttpsOnly(_)
+        | E::LargeResponseHeader(..) => Phase::Final,
+        // Anything else may have happened after the server read the request.
+        _ => Phase::AfterSend,
+    };
+    Failure {
+        phase,
+        message: describe(&error),
+    }
+}
+
+fn before_send(error: &io::Error) -> bool {
+    use io::ErrorKind as K;
+    matches!(
+        error.kind(),
+        K::ConnectionRefused
+            | K::AddrNotAvailable
+            | K::NetworkUnreachable
+            | K::HostUnreachable
+            | K::NetworkDown
+    )
+}
+
+fn describe(error: &ureq::Error) -> String {
+    match error {
+        ureq::Error::Timeout(Timeout::Global) => "timeout: the attempt ran out of time".into(),
+        ureq::Error::Timeout(Timeout::Connect) => "timeout: could not connect in time".into(),
+        ureq::Error::Timeout(Timeout::RecvResponse) => {
+            "timeout: no answer from the server in time".into()
+        }
+        ureq::Error::Timeout(Timeout::RecvBody) => {
+            "timeout: the body did not arrive in time".into()
+        }
+        ureq::Error::Io(io) => match io_kind(io) {
+            "i/o error" => format!("i/o error: {io}"),
+            kind => kind.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// The kind of a body read error, as the run reports and classifies it.
+pub fn io_kind(error: &io::Error) -> &'static str {
+    use io::ErrorKind as K;
+    match error.kind() {
+        K::ConnectionRefused => "connection refused",
+        K::ConnectionReset => "connection reset",
+        K::ConnectionAborted => "connection aborted",
+        K::UnexpectedEof => "connection closed early",
+        K::TimedOut => "timeout",
+        K::BrokenPipe => "broken pipe",
+        _ => "i/o error",
+    }
+}

@@ -1,0 +1,511 @@
+//! The outcome: every way a run can end, its exit code, and the one-line
+//! JSON contract that scripts, pipelines and agents read.
+//!
+//! The wire format is its own type ([`Line`]), built from the run's record;
+//! durations are integer milliseconds, optional fields are `null`, and the
+//! field set never depends on the outcome.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::decision::StopWhy;
+use crate::delay::ServerDelay;
+
+/// Every way a run can end. The exit code of each lives here and nowhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Succeeded,
+    InternalError,
+    UsageError,
+    NonRetryable,
+    RetryExhausted,
+    BudgetExhausted,
+    CircuitOpen,
+    SideEffectUnknown,
+    InvalidResponse,
+    NoProgress,
+    /// SIGINT.
+    Cancelled,
+    /// SIGTERM: reported as `CANCELLED`, with the conventional exit code 143.
+    Terminated,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 12] = [
+        Kind::Succeeded,
+        Kind::InternalError,
+        Kind::UsageError,
+        Kind::NonRetryable,
+        Kind::RetryExhausted,
+        Kind::BudgetExhausted,
+        Kind::CircuitOpen,
+        Kind::SideEffectUnknown,
+        Kind::InvalidResponse,
+        Kind::NoProgress,
+        Kind::Cancelled,
+        Kind::Terminated,
+    ];
+
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Kind::Succeeded => 0,
+            Kind::InternalError => 1,
+            Kind::UsageError => 2,
+            Kind::NonRetryable => 3,
+            Kind::RetryExhausted => 4,
+            Kind::BudgetExhausted => 5,
+            Kind::CircuitOpen => 6,
+            Kind::SideEffectUnknown => 7,
+            Kind::InvalidResponse => 8,
+            Kind::NoProgress => 9,
+            Kind::Cancelled => 130,
+            Kind::Terminated => 143,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Succeeded => "SUCCEEDED",
+            Kind::InternalError => "INTERNAL_ERROR",
+            Kind::UsageError => "USAGE_ERROR",
+            Kind::NonRetryable => "NON_RETRYABLE",
+            Kind::RetryExhausted => "RETRY_EXHAUSTED",
+            Kind::BudgetExhausted => "BUDGET_EXHAUSTED",
+            Kind::CircuitOpen => "CIRCUIT_OPEN",
+            Kind::SideEffectUnknown => "SIDE_EFFECT_UNKNOWN",
+            Kind::InvalidResponse => "INVALID_RESPONSE",
+            Kind::NoProgress => "NO_PROGRESS",
+            Kind::Cancelled | Kind::Terminated => "CANCELLED",
+        }
+    }
+
+    /// One line per exit code, for `--help`, the man page and the README.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Kind::Succeeded => "a 2xx answer (or a 3xx without -L)",
+            Kind::InternalError => "abide itself failed (e.g. cannot write the output file)",
+            Kind::UsageError => "bad flag, URL or header; nothing was sent",
+            Kind::NonRetryable => "a 4xx/5xx that retrying will not change",
+            Kind::RetryExhausted => "still failing when --attempts ran out",
+            Kind::BudgetExhausted => "the next wait does not fit --budget or --max-wait",
+            Kind::CircuitOpen => "the scope's circuit breaker is open",
+            Kind::SideEffectUnknown => "a write may have been applied; not replayed",
+            Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
+            Kind::NoProgress => "the same failing request again; refused unsent",
+            Kind::Cancelled => "interrupted by SIGINT",
+            Kind::Terminated => "terminated by SIGTERM",
+        }
+    }
+}
+
+/// One attempt, as the run saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    pub server_delay: Option<ServerDelay>,
+    /// The wait that followed this attempt, if any.
+    pub wait: Option<Duration>,
+    /// Time from the start of the run to the end of this attempt.
+    pub ended_at: Duration,
+}
+
+/// Everything a run found out, from which the outcome line is built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub kind: Kind,
+    pub why: Why,
+    pub attempts: Vec<Attempt>,
+    pub elapsed: Duration,
+    pub waited: Duration,
+    /// The wall-clock time before which the caller should not call again.
+    pub next_allowed_at: Option<SystemTime>,
+    /// The transport error, or the start of the final error body.
+    pub error: Option<String>,
+    /// Server delay values that were present but unusable.
+    pub ignored_delays: Vec<String>,
+}
+
+/// The cause of the end of a run, beyond its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    Decided(StopWhy),
+    Cancelled,
+    /// abide could not finish its own part (say, writing the output file).
+    Internal(String),
+}
+
+/// What the request was, for the outcome line (already redacted).
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub method: String,
+    pub url: String,
+    pub scope: String,
+    pub idempotency_key: Option<String>,
+}
+
+/// The outcome line: a public contract. Add fields; never rename or remove.
+#[derive(Debug, Serialize)]
+pub struct Line {
+    pub outcome: &'static str,
+    pub ok: bool,
+    pub exit_code: u8,
+    pub method: String,
+    pub url: String,
+    pub scope: String,
+    pub status: Option<u16>,
+    pub attempts: u32,
+    pub elapsed_ms: u64,
+    pub waited_ms: u64,
+    pub retry_after_s: Option<f64>,
+    pub next_allowed_at: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub reason: String,
+    pub instruction: String,
+    pub error: Option<String>,
+    pub history: Vec<HistoryEntry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HistoryEntry {
+    pub attempt: u32,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    pub retry_after_s: Option<f64>,
+    pub wait_ms: Option<u64>,
+    pub elapsed_ms: u64,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Seconds with millisecond precision, so `1.5` stays `1.5` in JSON.
+fn seconds(d: Duration) -> f64 {
+    ms(d) as f64 / 1000.0
+}
+
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+impl Line {
+    pub fn new(context: &Context, record: &Record) -> Line {
+        let last = record.attempts.last();
+        let status = last.and_then(|a| a.status);
+        let retry_after = record.attempts.iter().rev().find_map(|a| a.server_delay);
+        let next_allowed_at = record.next_allowed_at.map(rfc3339);
+        let words = Words {
+            context,
+            record,
+            status,
+            next_allowed_at: next_allowed_at.as_deref(),
+        };
+        Line {
+            outcome: record.kind.name(),
+            ok: record.kind == Kind::Succeeded,
+            exit_code: record.kind.exit_code(),
+            method: context.method.clone(),
+            url: context.url.clone(),
+            scope: context.scope.clone(),
+            status,
+            attempts: record.attempts.len() as u32,
+            elapsed_ms: ms(record.elapsed),
+            waited_ms: ms(record.waited),
+            retry_after_s: retry_after.map(|d| seconds(d.delay)),
+            next_allowed_at: next_allowed_at.clone(),
+            idempotency_key: context.idempotency_key.clone(),
+            reason: words.reason(),
+            instruction: words.instruction(),
+            error: record.error.clone(),
+            history: record
+                .attempts
+                .iter()
+                .enumerate()
+                .map(|(i, a)| HistoryEntry {
+                    attempt: i as u32 + 1,
+                    status: a.status,
+                    error: a.error.clone(),
+                    retry_after_s: a.server_delay.map(|d| seconds(d.delay)),
+                    wait_ms: a.wait.map(ms),
+                    elapsed_ms: ms(a.ended_at),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("the outcome line always serializes")
+    }
+}
+
+/// The sentences of an outcome: `reason` says what happened, `instruction`
+/// says what a script or a model should do next, with absolute times.
+struct Words<'a> {
+    context: &'a Context,
+    record: &'a Record,
+    status: Option<u16>,
+    next_allowed_at: Option<&'a str>,
+}
+
+fn status_text(status: u16) -> String {
+    match ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        Some(text) => format!("{status} {text}"),
+        None => format!("HTTP {status}"),
+    }
+}
+
+fn secs_text(d: Duration) -> String {
+    let s = seconds(d);
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+impl Words<'_> {
+    fn what(&self) -> String {
+        match (self.status, &self.record.error) {
+            (Some(status), _) => status_text(status),
+            (None, Some(error)) => error.clone(),
+            (None, None) => "no answer".to_string(),
+        }
+    }
+
+    fn attempts(&self) -> usize {
+        self.record.attempts.len()
+    }
+
+    fn reason(&self) -> String {
+        let mut reason = match &self.record.why {
+            Why::Cancelled => format!(
+                "Interrupted after {} attempt(s) by {}.",
+                self.attempts(),
+                if self.record.kind == Kind::Terminated {
+                    "SIGTERM"
+                } else {
+                    "SIGINT"
+                }
+            ),
+            Why::Internal(message) => format!("abide could not finish: {message}."),
+            Why::Decided(why) => match why {
+                StopWhy::Success => {
+                    format!("{} after {} attempt(s).", self.what(), self.attempts())
+                }
+                StopWhy::NonRetryable => format!("{} is not retryable.", self.what()),
+                StopWhy::SideEffectUnknown => format!(
+                    "{} to a {} request, which is not safe to repeat: it may have been applied.",
+                    self.what(),
+                    self.context.method
+                ),
+                StopWhy::AttemptsUsed { attempts } => {
+                    format!("Still {} after {attempts} attempt(s).", self.what())
+                }
+                StopWhy::DelayOverMaxWait { delay, max_wait } => format!(
+                    "{}: the server asked to wait {}, longer than --max-wait {}.",
+                    self.what(),
+                    secs_text(*delay),
+                    secs_text(*max_wait)
+                ),
+                StopWhy::WaitOverBudget { wait, left } => format!(
+                    "{}: the next wait of {} does not fit the {} left of the budget.",
+                    self.what(),
+                    secs_text(*wait),
+                    secs_text(*left)
+                ),
+            },
+        };
+        if !self.record.ignored_delays.is_empty() {
+            reason.push_str(&format!(
+                " Ignored invalid {}.",
+                self.record.ignored_delays.join(", ")
+            ));
+        }
+        reason
+    }
+
+    fn instruction(&self) -> String {
+        let method = &self.context.method;
+        let not_before = |fallback: &str| match self.next_allowed_at {
+            Some(at) => format!("do not call this endpoint again before {at}"),
+            None => fallback.to_string(),
+        };
+        match self.record.kind {
+            Kind::Succeeded => "Nothing to do: the request succeeded.".to_string(),
+            Kind::NonRetryable => match self.status {
+                Some(401) => "401 Unauthorized will not change by retrying; fix the credentials before calling again.".to_string(),
+                Some(403) => "403 Forbidden will not change by retrying; fix the permissions or credentials before calling again.".to_string(),
+                Some(404 | 410) => format!("{} will not change by retrying; check the URL before calling again.", self.what()),
+                Some(status) if status < 500 => format!("{} will not change by retrying; fix the request before calling again.", self.what()),
+                Some(_) => format!("{} will not change by retrying; report it or try again much later.", self.what()),
+                None => format!("{}; retrying will not help, fix the cause first.", self.what()),
+            },
+            Kind::RetryExhausted => format!(
+                "The server kept failing; {}, and consider a larger --attempts or --budget.",
+                not_before("wait before calling again")
+            ),
+            Kind::BudgetExhausted => match self.record.attempts.iter().rev().find_map(|a| a.server_delay) {
+                Some(delay) => format!(
+                    "The server asked to wait {}; {}.",
+                    secs_text(delay.delay),
+                    not_before("wait that long before calling again")
+                ),
+                None => "The time budget ran out; call again later or with a larger --budget.".to_string(),
+            },
+            Kind::SideEffectUnknown => format!(
+                "The {method} may have been applied; check the resource before sending it again, or send it with --idempotency-key."
+            ),
+            Kind::CircuitOpen => format!(
+                "The circuit breaker for this scope is open; {}.",
+                not_before("wait for its cooldown before calling again")
+            ),
+            Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
+            Kind::NoProgress => "This exact request keeps failing; change the request before calling again.".to_string(),
+            Kind::Cancelled | Kind::Terminated => "The run was interrupted; run it again when ready.".to_string(),
+            Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
+            Kind::UsageError => "Fix the command line and run it again.".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delay::DelaySource;
+
+    #[test]
+    fn exit_codes_are_distinct_and_stable() {
+        let codes: Vec<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 130, 143]);
+    }
+
+    fn context() -> Context {
+        Context {
+            method: "GET".into(),
+            url: "http://127.0.0.1:1/x".into(),
+            scope: "http://127.0.0.1:1".into(),
+            idempotency_key: None,
+        }
+    }
+
+    fn attempt(status: Option<u16>, ra: Option<u64>) -> Attempt {
+        Attempt {
+            status,
+            error: None,
+            server_delay: ra.map(|s| ServerDelay {
+                delay: Duration::from_millis(s),
+                source: DelaySource::RetryAfterSeconds,
+            }),
+            wait: None,
+            ended_at: Duration::from_millis(12),
+        }
+    }
+
+    fn record(kind: Kind, why: StopWhy, attempts: Vec<Attempt>) -> Record {
+        Record {
+            kind,
+            why: Why::Decided(why),
+            attempts,
+            elapsed: Duration::from_millis(1234),
+            waited: Duration::from_millis(1000),
+            next_allowed_at: None,
+            error: None,
+            ignored_delays: vec![],
+        }
+    }
+
+    #[test]
+    fn every_field_is_always_present() {
+        let line = Line::new(
+            &context(),
+            &record(
+                Kind::Succeeded,
+                StopWhy::Success,
+                vec![attempt(Some(200), None)],
+            ),
+        );
+        let value: serde_json::Value = serde_json::from_str(&line.to_json()).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "outcome",
+                "ok",
+                "exit_code",
+                "method",
+                "url",
+                "scope",
+                "status",
+                "attempts",
+                "elapsed_ms",
+                "waited_ms",
+                "retry_after_s",
+                "next_allowed_at",
+                "idempotency_key",
+                "reason",
+                "instruction",
+                "error",
+                "history"
+            ]
+        );
+        assert_eq!(value["retry_after_s"], serde_json::Value::Null);
+        assert_eq!(value["history"][0]["elapsed_ms"], 12);
+        assert_eq!(value["reason"], "200 OK after 1 attempt(s).");
+    }
+
+    #[test]
+    fn budget_instruction_names_the_absolute_time() {
+        let mut r = record(
+            Kind::BudgetExhausted,
+            StopWhy::DelayOverMaxWait {
+                delay: Duration::from_secs(120),
+                max_wait: Duration::from_secs(10),
+            },
+            vec![attempt(Some(429), Some(120_000))],
+        );
+        r.next_allowed_at =
+            Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
+        let line = Line::new(&context(), &r);
+        assert_eq!(line.retry_after_s, Some(120.0));
+        assert_eq!(
+            line.next_allowed_at.as_deref(),
+            Some("2026-11-30T10:02:00.000Z")
+        );
+        assert_eq!(
+            line.instruction,
+            "The server asked to wait 120 s; do not call this endpoint again before 2026-11-30T10:02:00.000Z."
+        );
+        assert_eq!(
+            line.reason,
+            "429 Too Many Requests: the server asked to wait 120 s, longer than --max-wait 10 s."
+        );
+    }
+
+    #[test]
+    fn unauthorized_instruction() {
+        let line = Line::new(
+            &context(),
+            &record(
+                Kind::NonRetryable,
+                StopWhy::NonRetryable,
+                vec![attempt(Some(401), None)],
+            ),
+        );
+        assert!(
+            line.instruction
+                .starts_with("401 Unauthorized will not change by retrying")
+        );
+        assert_eq!(line.exit_code, 3);
+        assert!(!line.ok);
+    }
+}

@@ -1,0 +1,344 @@
+//! From the command line to what a run needs: the request as every attempt
+//! sends it, the policy, and what must never be shown (the redactor).
+//! Every mistake found here is a usage error, before anything is sent.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use base64::Engine as _;
+
+use crate::cli::{Cli, Header};
+use crate::decision::{Policy, Replay};
+use crate::http::{Body, Request, Settings};
+use crate::outcome::Context;
+use crate::redact::{self, Redactor};
+use crate::target::Target;
+
+/// Where the outcome line goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutcomeTo {
+    Stderr,
+    Stdout,
+    Nowhere,
+    Append(PathBuf),
+}
+
+#[derive(Debug)]
+pub struct Plan {
+    pub request: Request,
+    pub settings: Settings,
+    pub policy: Policy,
+    pub replay: Replay,
+    pub max_time: Duration,
+    pub connect_timeout: Duration,
+    pub output: Option<PathBuf>,
+    pub outcome_to: OutcomeTo,
+    pub context: Context,
+    pub redactor: Redactor,
+}
+
+pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
+    let r = &cli.request;
+    let url = cli.url.as_deref().unwrap_or_default();
+    let target = Target::parse(url)?;
+    let mut redactor = Redactor::default();
+
+    let outcome_to = match cli.output.outcome.as_str() {
+        "stderr" => OutcomeTo::Stderr,
+        "stdout" if cli.output.output.is_none() => {
+            return Err(
+                "--outcome stdout needs -o FILE, else the body and the outcome line would mix"
+                    .into(),
+            );
+        }
+        "stdout" => OutcomeTo::Stdout,
+        "none" => OutcomeTo::Nowhere,
+        "" => return Err("--outcome needs stderr, stdout, none or a file path".into()),
+        path => OutcomeTo::Append(PathBuf::from(path)),
+    };
+
+    let (body, default_type) = body(cli, stdin)?;
+    let method = r
+        .method
+        .clone()
+        .unwrap_or_else(|| if body == Body::Empty { "GET" } else { "POST" }.to_string());
+
+    // Defaults first; -H replaces a default of the same name or removes it.
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let version = format!("abide/{}", env!("CARGO_PKG_VERSION"));
+    headers.push(("User-Agent".into(), r.user_agent.clone().unwrap_or(version)));
+    if let Some(content_type) = default_type {
+        headers.push(("Content-Type".into(), content_type.into()));
+    }
+    if r.json.is_some() {
+        headers.push(("Accept".into(), "application/json".into()));
+    }
+    let credentials = match (&r.user, &target.userinfo) {
+        (Some(user), _) => Some(user.clone()),
+        (None, Some(userinfo)) => Some(userinfo.clone()),
+        (None, None) => None,
+    };
+    if let Some(credentials) = credentials {
+        let (user, password) = credentials.split_once(':').unwrap_or((&credentials, ""));
+        redactor.add(password);
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        headers.push(("Authorization".into(), format!("Basic {encoded}")));
+    }
+    let idempotency_key = match cli.policy.idempotency_key.as_deref() {
+        Some("auto") => Some(uuid::Uuid::new_v4().to_string()),
+        other => other.map(str::to_string),
+    };
+    if let Some(key) = &idempotency_key {
+        headers.push(("Idempotency-Key".into(), key.clone()));
+    }
+    for Header { name, value } in &r.headers {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        if let Some(value) = value {
+            headers.push((name.clone(), value.clone()));
+        }
+    }
+    for (name, value) in &headers {
+        if redact::is_secret_name(name) {
+            redactor.add(value);
+            // "Bearer abc": the token alone may be echoed too.
+            if let Some((_, token)) = value.split_once(' ') {
+                redactor.add(token);
+            }
+        }
+    }
+    if let Some((_, query)) = target.url.split_once('?') {
+        for (name, value) in query.split('&').filter_map(|pair| pair.split_once('=')) {
+            if redact::is_secret_name(name) {
+                redactor.add(value);
+            }
+        }
+    }
+    let idempotency_key = idempotency_key.or_else(|| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+            .map(|(_, v)| v.clone())
+    });
+
+    let p = &cli.policy;
+    let attempts = p.retry.map_or(p.attempts, |retries| retries + 1);
+    let policy = Policy {
+        attempts,
+        budget: p.budget,
+        max_wait: p.max_wait,
+        retry_on: p.retry_on.0.clone(),
+        floor: p.floor,
+        jitter: p.jitter,
+        backoff: p.backoff,
+        backoff_max: p.backoff_max.max(p.backoff),
+    };
+    if policy.budget.is_zero() {
+        return Err("--budget must be more than 0".into());
+    }
+    let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
+    Ok(Plan {
+        context: Context {
+            method: method.clone(),
+            url: redactor.text(&target.display()),
+            scope: target.origin.clone(),
+            idempotency_key,
+        },
+        request: Request {
+            method,
+            url: target.url,
+            headers,
+            body,
+        },
+        settings: Settings {
+            follow_redirects: r.location,
+            proxy: r.proxy.clone(),
+            insecure: r.insecure,
+            cacert: r.cacert.clone(),
+        },
+        policy,
+        replay,
+        max_time: r.max_time,
+        connect_timeout: r.connect_timeout,
+        output: cli.output.output.clone(),
+        outcome_to,
+        redactor,
+    })
+}
+
+/// The body and the Content-Type it implies. A single `@FILE` is streamed
+/// from disk on each attempt; anything else is assembled once in memory.
+fn body(cli: &Cli, stdin: &mut dyn Read) -> Result<(Body, Option<&'static str>), String> {
+    let r = &cli.request;
+    let (parts, content_type): (Vec<&String>, _) = if let Some(json) = &r.json {
+        (vec![json], Some("application/json"))
+    } else if !r.data.is_empty() || !r.data_binary.is_empty() {
+        let parts = r.data.iter().chain(&r.data_binary).collect();
+        (parts, Some("application/x-www-form-urlencoded"))
+    } else {
+        return Ok((Body::Empty, None));
+    };
+    if let [single] = parts.as_slice()
+        && let Some(path) = single.strip_prefix('@').filter(|p| *p != "-")
+    {
+        let meta =
+            std::fs::metadata(path).map_err(|e| format!("cannot read body file {path}: {e}"))?;
+        if meta.is_file() {
+            return Ok((Body::File(PathBuf::from(path)), content_type));
+        }
+    }
+    let mut bytes = Vec::new();
+    let mut stdin_used = false;
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            bytes.push(b'&');
+        }
+        match part.strip_prefix('@') {
+            Some("-") => {
+                if stdin_used {
+                    return Err("stdin (@-) can be used once".into());
+                }
+                stdin_used = true;
+                stdin
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| format!("cannot read the body from stdin: {e}"))?;
+            }
+            Some(path) => {
+                let mut file = std::fs::File::open(path)
+                    .map_err(|e| format!("cannot read body file {path}: {e}"))?;
+                file.read_to_end(&mut bytes)
+                    .map_err(|e| format!("cannot read body file {path}: {e}"))?;
+            }
+            None => bytes.extend_from_slice(part.as_bytes()),
+        }
+    }
+    Ok((Body::Bytes(bytes), content_type))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan_of(args: &[&str]) -> Result<Plan, String> {
+        plan_with_stdin(args, b"")
+    }
+
+    fn plan_with_stdin(args: &[&str], stdin: &[u8]) -> Result<Plan, String> {
+        let cli = Cli::try_parse_from(std::iter::once("abide").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        plan(&cli, &mut &stdin[..])
+    }
+
+    fn header<'a>(plan: &'a Plan, name: &str) -> Option<&'a str> {
+        plan.request
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn curl_defaults() {
+        let p = plan_of(&["example.com/x"]).unwrap();
+        assert_eq!(p.request.method, "GET");
+        assert_eq!(p.request.url, "http://example.com/x");
+        assert_eq!(p.context.scope, "http://example.com:80");
+        assert_eq!(
+            header(&p, "user-agent"),
+            Some(concat!("abide/", env!("CARGO_PKG_VERSION")))
+        );
+        assert_eq!(p.policy.attempts, 4);
+        assert_eq!(p.replay, Replay::Safe);
+
+        let p = plan_of(&["-d", "a=1", "-d", "b=2", "h"]).unwrap();
+        assert_eq!(p.request.method, "POST");
+        assert_eq!(p.request.body, Body::Bytes(b"a=1&b=2".to_vec()));
+        assert_eq!(
+            header(&p, "content-type"),
+            Some("application/x-www-form-urlencoded")
+        );
+        assert_eq!(p.replay, Replay::Unsafe);
+
+        let p = plan_of(&[
+            "--json",
+            "{}",
+            "-H",
+            "Content-Type: application/vnd+json",
+            "h",
+        ])
+        .unwrap();
+        assert_eq!(header(&p, "content-type"), Some("application/vnd+json"));
+        assert_eq!(header(&p, "accept"), Some("application/json"));
+
+        let p = plan_of(&["-H", "User-Agent:", "-X", "PUT", "--retry", "2", "h"]).unwrap();
+        assert_eq!(header(&p, "user-agent"), None);
+        assert_eq!(p.policy.attempts, 3);
+        assert_eq!(p.replay, Replay::Safe);
+    }
+
+    #[test]
+    fn stdin_is_read_once() {
+        let p = plan_with_stdin(&["--data-binary", "@-", "h"], b"\x00line\r\n").unwrap();
+        assert_eq!(p.request.body, Body::Bytes(b"\x00line\r\n".to_vec()));
+        assert!(plan_with_stdin(&["-d", "@-", "-d", "@-", "h"], b"x").is_err());
+    }
+
+    #[test]
+    fn idempotency_makes_a_write_repeatable() {
+        let p = plan_of(&["-X", "POST", "--idempotency-key", "auto", "h"]).unwrap();
+        let key = p.context.idempotency_key.clone().unwrap();
+        assert_eq!(key.len(), 36);
+        assert_eq!(header(&p, "idempotency-key"), Some(key.as_str()));
+        assert_eq!(p.replay, Replay::Safe);
+        let p = plan_of(&["-X", "POST", "-H", "Idempotency-Key: k1", "h"]).unwrap();
+        assert_eq!(p.context.idempotency_key.as_deref(), Some("k1"));
+        assert_eq!(p.replay, Replay::Safe);
+        let p = plan_of(&["-X", "POST", "--idempotent", "h"]).unwrap();
+        assert_eq!(p.replay, Replay::Safe);
+        assert_eq!(p.context.idempotency_key, None);
+    }
+
+    #[test]
+    fn credentials_are_known_to_the_redactor() {
+        let p = plan_of(&[
+            "-u",
+            "ann:pw-one",
+            "-H",
+            "Authorization: Bearer tok-two",
+            "-H",
+            "X-Api-Key: key-three",
+            "http://h/?token=tok-four&q=1",
+        ])
+        .unwrap();
+        assert_eq!(header(&p, "authorization"), Some("Bearer tok-two"));
+        for secret in ["pw-one", "tok-two", "key-three", "tok-four"] {
+            assert_eq!(p.redactor.text(secret), "***", "{secret}");
+        }
+        assert_eq!(p.context.url, "http://h/?token=***&q=1");
+        let p = plan_of(&["http://ann:pw@h/"]).unwrap();
+        assert_eq!(header(&p, "authorization"), Some("Basic YW5uOnB3"));
+        assert_eq!(p.context.url, "http://h/");
+    }
+
+    #[test]
+    fn usage_errors() {
+        for args in [
+            &["--outcome", "stdout", "h"][..],
+            &["--attempts", "0", "h"],
+            &["--budget", "soon", "h"],
+            &["--budget", "0", "h"],
+            &["-H", "bad", "h"],
+            &["--retry-on", "42", "h"],
+            &["--jitter", "2", "h"],
+            &["-d", "@/nonexistent/file", "h"],
+            &["ftp://h/"],
+            &["--json", "{}", "-d", "x", "h"],
+            &["--retry", "2", "--attempts", "3", "h"],
+            &[],
+        ] {
+            assert!(plan_of(args).is_err(), "{args:?}");
+        }
+    }
+}

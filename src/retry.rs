@@ -1,0 +1,588 @@
+//! The retry loop: send, classify, decide, wait, until the decision table
+//! says stop. It owns a clock and a sleeper so that tests drive it without
+//! sleeping; everything it decides comes from `decision`.
+
+use std::io::{ErrorKind, Read};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::decision::{
+    self, Draw, Next, Observation, Phase, Policy, Progress, Replay, StopWhy, Verdict, Wait,
+};
+use crate::delay::{self, ServerDelay};
+use crate::http::{self, Failure, Limits, Reply, Transport};
+use crate::outcome::{Attempt, Kind, Record, Why};
+use crate::redact::Redactor;
+use crate::sink::{DeliverError, Sink};
+
+/// How much of a failed attempt's body is kept (the outcome shows 256 bytes).
+const ERROR_BODY_KEPT: u64 = 256;
+
+pub trait Clock {
+    fn now(&self) -> Instant;
+    fn wall(&self) -> SystemTime;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// Waits, or reports the cancellation that cut the wait short.
+pub trait Sleeper {
+    fn sleep(&mut self, duration: Duration) -> Result<(), Kind>;
+    /// A cancellation that arrived while a request was in flight.
+    fn cancelled(&self) -> Option<Kind>;
+}
+
+impl Sleeper for crate::cancel::Cancel {
+    fn sleep(&mut self, duration: Duration) -> Result<(), Kind> {
+        crate::cancel::Cancel::sleep(self, duration)
+    }
+    fn cancelled(&self) -> Option<Kind> {
+        crate::cancel::Cancel::cancelled(self)
+    }
+}
+
+/// What the loop is doing, for `-v` narration and the progress display.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Sending {
+        attempt: u32,
+        limits: Limits,
+    },
+    Answered {
+        attempt: u32,
+        status: u16,
+        server: Option<ServerDelay>,
+    },
+    Failed {
+        attempt: u32,
+        error: &'a str,
+    },
+    Waiting {
+        wait: &'a Wait,
+        retry: u32,
+    },
+}
+
+pub struct Loop<'a> {
+    pub policy: &'a Policy,
+    pub replay: Replay,
+    pub max_time: Duration,
+    pub connect_timeout: Duration,
+    pub redactor: &'a Redactor,
+}
+
+/// What an attempt came to: a verdict of the decision table, or a failure
+/// of abide's own (the body could not be written).
+enum Judged {
+    Verdict(Verdict),
+    Internal(String),
+}
+
+/// The run's parts that change as it goes.
+struct Run {
+    start: Instant,
+    attempts: Vec<Attempt>,
+    waited: Duration,
+    ignored_delays: Vec<String>,
+    last_error: Option<String>,
+}
+
+impl Loop<'_> {
+    pub fn run(
+        &self,
+        transport: &mut dyn Transport,
+        sink: &mut Sink,
+        clock: &dyn Clock,
+        sleeper: &mut dyn Sleeper,
+        draw: &mut dyn FnMut() -> f64,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Record {
+        let mut run = Run {
+            start: clock.now(),
+            attempts: Vec::new(),
+            waited: Duration::ZERO,
+            ignored_delays: Vec::new(),
+            last_error: None,
+        };
+        loop {
+            let number = run.attempts.len() as u32 + 1;
+            let left = self.policy.budget.saturating_sub(clock.now() - run.start);
+            if left.is_zero() {
+                let why = StopWhy::WaitOverBudget {
+                    wait: Duration::ZERO,
+                    left,
+                };
+                return run.finish(clock, Kind::BudgetExhausted, Why::Decided(why), None);
+            }
+            let limits = Limits {
+                total: self.max_time.min(left),
+                connect: self.connect_timeout,
+            };
+            on_event(Event::Sending {
+                attempt: number,
+                limits,
+            });
+            let sent = transport.send(limits);
+            if let Some(kind) = sleeper.cancelled() {
+                run.attempts.push(Attempt {
+                    status: None,
+                    error: Some("interrupted".into()),
+                    server_delay: None,
+                    wait: None,
+                    ended_at: clock.now() - run.start,
+                });
+                return run.finish(clock, kind, Why::Cancelled, None);
+            }
+            let (verdict, server, attempt) = match sent {
+                Ok(reply) => self.answered(reply, sink, clock, &mut run, number, on_event),
+                Err(failure) => self.failed(failure, clock, &mut run, number, on_event),
+            };
+            run.attempts.push(attempt);
+            let verdict = match verdict {
+                Judged::Verdict(verdict) => verdict,
+                Judged::Internal(message) => {
+                    return run.finish(clock, Kind::InternalError, Why::Internal(message), None);
+                }
+            };
+            let progress = Progress {
+                attempt: number,
+                elapsed: clock.now() - run.start,
+            };
+            match decision::next_step(verdict, server, progress, self.policy, Draw(draw())) {
+                Next::Stop(stop) => {
+                    return run.finish(clock, stop.kind, Why::Decided(stop.why), stop.not_before);
+                }
+                Next::Wait(wait) => {
+                    if let Some(last) = run.attempts.last_mut() {
+                        last.wait = Some(wait.duration);
+                    }
+                    on_event(Event::Waiting {
+                        wait: &wait,
+                        retry: number,
+                    });
+                    let before = clock.now();
+                    let slept = sleeper.sleep(wait.duration);
+                    run.waited += clock.now() - before;
+                    if let Err(kind) = slept {
+                        return run.finish(clock, kind, Why::Cancelled, None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An HTTP answer: deliver it when it is the result, else keep the start
+    /// of its body for the outcome.
+    fn answered(
+        &self,
+        mut reply: Reply,
+        sink: &mut Sink,
+        clock: &dyn Clock,
+        run: &mut Run,
+        number: u32,
+        on_event: &mut dyn FnMut(Event),
+    ) -> (Judged, Option<ServerDelay>, Attempt) {
+        let headers = reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let delays = delay::server_delay(headers, clock.wall());
+        run.ignored_delays.extend(delays.ignored);
+        let server = delays.delay;
+        let observation = Observation::Status {
+            status: reply.status,
+            should_retry: should_retry(&reply),
+        };
+        on_event(Event::Answered {
+            attempt: number,
+            status: reply.status,
+            server,
+        });
+        let mut verdict = decision::classify(observation, self.replay, self.policy);
+        let mut error = None;
+        if verdict == Verdict::Success {
+            match sink.deliver(&mut reply.body) {
+                Ok(_) => run.last_error = None,
+                Err(DeliverError::Read { error: e, rewound }) => {
+                    let message = format!("the body broke off: {}: {e}", http::io_kind(&e));
+                    let phase = if rewound {
+                        Phase::AfterSend
+                    } else {
+                        Phase::Final
+                    };
+                    verdict =
+                        decision::classify(Observation::Transport(phase), self.replay, self.policy);
+                    error = Some(self.redactor.text(&message));
+                    run.last_error = error.clone();
+                }
+                Err(DeliverError::Write(e)) if e.kind() == ErrorKind::BrokenPipe => {
+                    // `abide … | head`: the reader has what it wanted.
+                    run.last_error = None;
+                }
+                Err(DeliverError::Write(e)) => {
+                    let attempt = self.attempt(Some(reply.status), None, server, clock, run);
+                    return (
+                        Judged::Internal(format!("cannot write the body: {e}")),
+                        server,
+                        attempt,
+                    );
+                }
+            }
+        } else {
+            let mut start = Vec::new();
+            let _ = (&mut reply.body)
+                .take(ERROR_BODY_KEPT)
+                .read_to_end(&mut start);
+            let text = String::from_utf8_lossy(&start).trim().to_string();
+            run.last_error = (!text.is_empty()).then(|| self.redactor.text(&text));
+        }
+        let attempt = self.attempt(Some(reply.status), error, server, clock, run);
+        (Judged::Verdict(verdict), server, attempt)
+    }
+
+    fn failed(
+        &self,
+        failure: Failure,
+        clock: &dyn Clock,
+        run: &mut Run,
+        number: u32,
+        on_event: &mut dyn FnMut(Event),
+    ) -> (Judged, Option<ServerDelay>, Attempt) {
+        let message = self.redactor.text(&failure.message);
+        on_event(Event::Failed {
+            attempt: number,
+            error: &message,
+        });
+        run.last_error = Some(message.clone());
+        let verdict = decision::classify(
+            Observation::Transport(failure.phase),
+            self.replay,
+            self.policy,
+        );
+        let attempt = self.attempt(None, Some(message), None, clock, run);
+        (Judged::Verdict(verdict), None, attempt)
+    }
+
+    fn attempt(
+        &self,
+        status: Option<u16>,
+        error: Option<String>,
+        server_delay: Option<ServerDelay>,
+        clock: &dyn Clock,
+        run: &Run,
+    ) -> Attempt {
+        Attempt {
+            status,
+            error,
+            server_delay,
+            wait: None,
+            ended_at: clock.now() - run.start,
+        }
+    }
+}
+
+/// The server's own word on retrying: `x-should-retry` (OpenAI, Anthropic
+/// SDKs) or `Stripe-Should-Retry`; anything but true/false is ignored.
+fn should_retry(reply: &Reply) -> Option<bool> {
+    ["x-should-retry", "stripe-should-retry"]
+        .iter()
+        .find_map(|name| reply.header(name))
+        .and_then(|v| match v.trim().to_ascii_lowercase().as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        })
+}
+
+impl Run {
+    fn finish(
+        self,
+        clock: &dyn Clock,
+        kind: Kind,
+        why: Why,
+        not_before: Option<Duration>,
+    ) -> Record {
+        Record {
+            kind,
+            why,
+            elapsed: clock.now() - self.start,
+            waited: self.waited,
+            next_allowed_at: not_before.and_then(|d| clock.wall().checked_add(d)),
+            error: if kind == Kind::Succeeded {
+                None
+            } else {
+                self.last_error
+            },
+            ignored_delays: self.ignored_delays,
+            attempts: self.attempts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// A clock that moves only when the fake sleeper or transport says so.
+    #[derive(Clone)]
+    struct FakeTime {
+        origin: Instant,
+        offset: Rc<Cell<Duration>>,
+        slept: Rc<Cell<Vec<Duration>>>,
+        cancel_after: Option<usize>,
+    }
+
+    impl FakeTime {
+        fn new() -> FakeTime {
+            FakeTime {
+                origin: Instant::now(),
+                offset: Rc::default(),
+                slept: Rc::default(),
+                cancel_after: None,
+            }
+        }
+        fn advance(&self, d: Duration) {
+            self.offset.set(self.offset.get() + d);
+        }
+        fn sleeps(&self) -> Vec<u128> {
+            let v = self.slept.take();
+            let ms = v.iter().map(|d| d.as_millis()).collect();
+            self.slept.set(v);
+            ms
+        }
+    }
+
+    fn epoch() -> SystemTime {
+        httpdate::parse_http_date("Mon, 30 Nov 2026 10:00:00 GMT").unwrap()
+    }
+
+    impl Clock for FakeTime {
+        fn now(&self) -> Instant {
+            self.origin + self.offset.get()
+        }
+        fn wall(&self) -> SystemTime {
+            epoch() + self.offset.get()
+        }
+    }
+
+    impl Sleeper for FakeTime {
+        fn sleep(&mut self, d: Duration) -> Result<(), Kind> {
+            let mut v = self.slept.take();
+            v.push(d);
+            let count = v.len();
+            self.slept.set(v);
+            if self.cancel_after == Some(count) {
+                return Err(Kind::Cancelled);
+            }
+            self.advance(d);
+            Ok(())
+        }
+        fn cancelled(&self) -> Option<Kind> {
+            None
+        }
+    }
+
+    type Answer = Result<(u16, Vec<(&'static str, &'static str)>), Phase>;
+
+    /// Answers from a script (the last one repeats); each takes 10 ms.
+    struct Scripted {
+        time: FakeTime,
+        answers: Vec<Answer>,
+        sent: Vec<Limits>,
+    }
+
+    impl Transport for Scripted {
+        fn send(&mut self, limits: Limits) -> Result<Reply, Failure> {
+            self.sent.push(limits);
+            self.time.advance(Duration::from_millis(10));
+            let i = (self.sent.len() - 1).min(self.answers.len() - 1);
+            match &self.answers[i] {
+                Ok((status, headers)) => Ok(Reply {
+                    status: *status,
+                    headers: headers
+                        .iter()
+                        .map(|(n, v)| (n.to_string(), v.to_string()))
+                        .collect(),
+                    body: Box::new(std::io::Cursor::new(format!("body {status}"))),
+                }),
+                Err(phase) => Err(Failure {
+                    phase: *phase,
+                    message: "connection reset: token=hunter2".into(),
+                }),
+            }
+        }
+    }
+
+    struct Case {
+        policy: Policy,
+        replay: Replay,
+        answers: Vec<Answer>,
+        draw: f64,
+        cancel_after: Option<usize>,
+    }
+
+    impl Case {
+        fn new(answers: Vec<Answer>) -> Case {
+            Case {
+                policy: Policy::default(),
+                replay: Replay::Safe,
+                answers,
+                draw: 0.0,
+                cancel_after: None,
+            }
+        }
+
+        fn run(self) -> (Record, Vec<Limits>, Vec<u128>) {
+            let mut time = FakeTime::new();
+            time.cancel_after = self.cancel_after;
+            let mut transport = Scripted {
+                time: time.clone(),
+                answers: self.answers,
+                sent: vec![],
+            };
+            let mut redactor = Redactor::default();
+            redactor.add("hunter2");
+            let looper = Loop {
+                policy: &self.policy,
+                replay: self.replay,
+                max_time: Duration::from_secs(30),
+                connect_timeout: Duration::from_secs(10),
+                redactor: &redactor,
+            };
+            let mut sink = Sink::file(std::path::Path::new("/dev/null")).unwrap();
+            let draw = self.draw;
+            let record = looper.run(
+                &mut transport,
+                &mut sink,
+                &time.clone(),
+                &mut time.clone(),
+                &mut || draw,
+                &mut |_| {},
+            );
+            (record, transport.sent, time.sleeps())
+        }
+    }
+
+    fn statuses(record: &Record) -> Vec<Option<u16>> {
+        record.attempts.iter().map(|a| a.status).collect()
+    }
+
+    #[test]
+    fn waits_what_the_server_asked_then_succeeds() {
+        let (record, _, sleeps) = Case::new(vec![
+            Ok((429, vec![("Retry-After", "3")])),
+            Ok((200, vec![])),
+        ])
+        .run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(statuses(&record), [Some(429), Some(200)]);
+        assert_eq!(sleeps, [3000]);
+        assert_eq!(record.waited, Duration::from_secs(3));
+        assert_eq!(record.attempts[0].wait, Some(Duration::from_secs(3)));
+        assert_eq!(record.error, None);
+    }
+
+    #[test]
+    fn backs_off_until_attempts_run_out() {
+        let mut case = Case::new(vec![Ok((503, vec![]))]);
+        case.draw = 0.999_999;
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::RetryExhausted);
+        assert_eq!(sent.len(), 4);
+        assert_eq!(sleeps, [499, 999, 1999]);
+        assert_eq!(record.error.as_deref(), Some("body 503"));
+        assert_eq!(record.next_allowed_at, None);
+    }
+
+    #[test]
+    fn never_replays_an_unsafe_write() {
+        let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
+        case.replay = Replay::Unsafe;
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind, Kind::SideEffectUnknown);
+        assert_eq!(sent.len(), 1);
+
+        let mut case = Case::new(vec![Err(Phase::AfterSend), Ok((200, vec![]))]);
+        case.replay = Replay::Unsafe;
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind, Kind::SideEffectUnknown);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(record.error.as_deref(), Some("connection reset: token=***"));
+
+        let mut case = Case::new(vec![Err(Phase::BeforeSend), Ok((200, vec![]))]);
+        case.replay = Replay::Unsafe;
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(sent.len(), 2);
+    }
+
+    #[test]
+    fn a_delay_beyond_the_budget_ends_at_once() {
+        let (record, sent, sleeps) = Case::new(vec![
+            Ok((429, vec![("Retry-After", "120")])),
+            Ok((200, vec![])),
+        ])
+        .run();
+        assert_eq!(record.kind, Kind::BudgetExhausted);
+        assert_eq!(sent.len(), 1);
+        assert!(
+            sleeps.is_empty(),
+            "never sleeps part of a wait it cannot finish"
+        );
+        let expected = epoch() + Duration::from_millis(10) + Duration::from_secs(120);
+        assert_eq!(record.next_allowed_at, Some(expected));
+    }
+
+    #[test]
+    fn an_attempt_never_outlives_the_budget() {
+        let mut case = Case::new(vec![
+            Ok((429, vec![("Retry-After", "2")])),
+            Ok((200, vec![])),
+        ]);
+        case.policy.budget = Duration::from_secs(5);
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(sent[0].total, Duration::from_secs(5));
+        assert_eq!(
+            sent[1].total,
+            Duration::from_secs(5) - Duration::from_millis(2010)
+        );
+    }
+
+    #[test]
+    fn non_retryable_is_sent_once() {
+        let (record, sent, _) = Case::new(vec![Ok((401, vec![])), Ok((200, vec![]))]).run();
+        assert_eq!(record.kind, Kind::NonRetryable);
+        assert_eq!(sent.len(), 1);
+    }
+
+    #[test]
+    fn cancellation_during_a_wait_ends_the_run() {
+        let mut case = Case::new(vec![Ok((429, vec![("Retry-After", "5")]))]);
+        case.cancel_after = Some(1);
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind, Kind::Cancelled);
+        assert_eq!(record.why, Why::Cancelled);
+        assert_eq!(sent.len(), 1);
+    }
+
+    #[test]
+    fn invalid_delays_are_noted_and_backoff_is_used() {
+        let mut case = Case::new(vec![
+            Ok((503, vec![("Retry-After", "soon")])),
+            Ok((200, vec![])),
+        ]);
+        case.draw = 0.5;
+        let (record, _, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(sleeps, [250]);
+        assert_eq!(record.ignored_delays, ["Retry-After: soon"]);
+    }
+}
