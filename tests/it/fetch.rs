@@ -1,0 +1,465 @@
+//! The core retry loop, end to end: what was sent, when, and what was said.
+
+use std::time::Duration;
+
+use abide::lab::Step;
+
+use crate::util::*;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+#[test]
+fn honours_retry_after_then_succeeds() {
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "1"),
+        Step::new(200).body("done"),
+    ]);
+    let run = run(&["--jitter", "0", &format!("{}/v1/x", lab.url())]);
+    let records = lab.records();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "done");
+    assert_eq!(records.len(), 2);
+    let gap = gaps(&records)[0];
+    assert!(
+        gap >= Duration::from_secs(1),
+        "retried {gap:?} after Retry-After: 1"
+    );
+    assert!(gap < MS(1500), "waited {gap:?} for Retry-After: 1");
+    let o = run.outcome();
+    assert_eq!(o["outcome"], "SUCCEEDED");
+    assert_eq!(o["attempts"], 2);
+    assert_eq!(o["status"], 200);
+    assert_eq!(o["retry_after_s"], 1.0);
+    assert_eq!(o["history"][0]["status"], 429);
+    assert_eq!(o["history"][0]["wait_ms"], 1000);
+    assert!(o["waited_ms"].as_u64().unwrap() >= 1000);
+}
+
+#[test]
+fn retry_after_ms_wins_and_the_floor_holds() {
+    let lab = scripted(vec![
+        Step::new(503)
+            .header("Retry-After", "30")
+            .header("retry-after-ms", "200"),
+        // A date in the past waits the floor.
+        Step::new(429).header("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"),
+        Step::new(200),
+    ]);
+    let run = run(&["--jitter", "0", "--floor", "300ms", &lab.url()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let g = gaps(&lab.records());
+    assert!(
+        g[0] >= MS(300) && g[0] < MS(1000),
+        "retry-after-ms 200 with floor 300ms: {g:?}"
+    );
+    assert!(
+        g[1] >= MS(300) && g[1] < MS(1000),
+        "past date waits the floor: {g:?}"
+    );
+}
+
+#[test]
+fn not_retryable_is_sent_once() {
+    let lab = scripted(vec![Step::new(401).body("bad key"), Step::new(200)]);
+    let run = run(&[&lab.url()]);
+    assert_eq!(run.code, 3);
+    assert_eq!(lab.records().len(), 1);
+    assert!(
+        run.stdout.is_empty(),
+        "a failed body is never written to stdout"
+    );
+    let o = run.outcome();
+    assert_eq!(o["outcome"], "NON_RETRYABLE");
+    assert_eq!(o["error"], "bad key");
+    assert!(
+        o["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("fix the credentials")
+    );
+}
+
+#[test]
+fn stops_when_attempts_run_out() {
+    let lab = scripted(vec![Step::new(503)]);
+    let run = run(&["--attempts", "3", "--backoff", "10ms", &lab.url()]);
+    assert_eq!(run.code, 4);
+    assert_eq!(lab.records().len(), 3);
+    assert_eq!(run.outcome()["outcome"], "RETRY_EXHAUSTED");
+    // curl's spelling: --retry 1 is two attempts.
+    let lab = scripted(vec![Step::new(503)]);
+    assert_eq!(
+        super::util::run(&["--retry", "1", "--backoff", "10ms", &lab.url()]).code,
+        4
+    );
+    assert_eq!(lab.records().len(), 2);
+}
+
+#[test]
+fn a_delay_beyond_the_budget_answers_at_once() {
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "120"),
+        Step::new(200),
+    ]);
+    let before = std::time::SystemTime::now();
+    let run = run(&[&lab.url()]);
+    assert_eq!(run.code, 5);
+    assert_eq!(lab.records().len(), 1);
+    let o = run.outcome();
+    assert_eq!(o["outcome"], "BUDGET_EXHAUSTED");
+    assert!(
+        o["elapsed_ms"].as_u64().unwrap() < 1000,
+        "no partial sleep: {o}"
+    );
+    let at = humantime::parse_rfc3339(o["next_allowed_at"].as_str().unwrap()).unwrap();
+    let ahead = at.duration_since(before).unwrap();
+    assert!(
+        ahead >= Duration::from_secs(120) && ahead < Duration::from_secs(125),
+        "{ahead:?}"
+    );
+    assert!(
+        o["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("do not call this endpoint again before")
+    );
+
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "5"),
+        Step::new(200),
+    ]);
+    let run = super::util::run(&["--max-wait", "2s", &lab.url()]);
+    assert_eq!(run.code, 5);
+    assert_eq!(lab.records().len(), 1);
+    assert!(
+        run.outcome()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("--max-wait")
+    );
+}
+
+#[test]
+fn the_attempt_in_flight_is_cut_at_the_budget() {
+    let lab = scripted(vec![Step::new(200).delay(Duration::from_secs(5))]);
+    let run = run(&["--budget", "700ms", &lab.url()]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let o = run.outcome();
+    assert!(o["elapsed_ms"].as_u64().unwrap() < 1500, "{o}");
+    assert_eq!(lab.records().len(), 1);
+}
+
+#[test]
+fn max_time_limits_each_attempt() {
+    let lab = scripted(vec![Step::new(200).delay(Duration::from_secs(5))]);
+    let run = run(&[
+        "-m",
+        "200ms",
+        "--attempts",
+        "2",
+        "--backoff",
+        "10ms",
+        &lab.url(),
+    ]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert_eq!(lab.records().len(), 2);
+    assert!(run.outcome()["error"].as_str().unwrap().contains("timeout"));
+}
+
+#[test]
+fn writes_are_never_replayed_blindly() {
+    // 503 to a POST: it may have been applied.
+    let lab = scripted(vec![Step::new(503), Step::new(201)]);
+    let run = run(&["-d", "x=1", &lab.url()]);
+    assert_eq!(run.code, 7);
+    assert_eq!(lab.records().len(), 1);
+    let o = run.outcome();
+    assert_eq!(o["outcome"], "SIDE_EFFECT_UNKNOWN");
+    assert!(
+        o["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("POST may have been applied")
+    );
+
+    // The connection dropped after the POST was sent: same.
+    let lab = scripted(vec![Step::new(200).close(), Step::new(201)]);
+    let run = super::util::run(&["-X", "PATCH", "--data-binary", "y", &lab.url()]);
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert_eq!(lab.records().len(), 1);
+
+    // A 429 says it was not processed: retried even for a POST.
+    let lab = scripted(vec![
+        Step::new(429).header("retry-after-ms", "10"),
+        Step::new(201),
+    ]);
+    let run = super::util::run(&["--floor", "0", "-d", "x=1", &lab.url()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lab.records().len(), 2);
+}
+
+#[test]
+fn an_idempotency_key_makes_a_write_repeatable_and_stays_the_same() {
+    let lab = scripted(vec![Step::new(503), Step::new(200).close(), Step::new(201)]);
+    let run = run(&[
+        "--backoff",
+        "10ms",
+        "--idempotency-key",
+        "auto",
+        "--json",
+        "{\"amount\":1}",
+        &lab.url(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 3);
+    let keys: Vec<&str> = records
+        .iter()
+        .map(|r| r.header("Idempotency-Key").unwrap())
+        .collect();
+    assert_eq!(keys[0].len(), 36, "a UUID");
+    assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+    assert_eq!(run.outcome()["idempotency_key"], keys[0]);
+    for r in &records {
+        assert_eq!(r.method, "POST");
+        assert_eq!(r.body, b"{\"amount\":1}");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(r.header("accept"), Some("application/json"));
+    }
+}
+
+#[test]
+fn stdin_is_replayed_byte_for_byte() {
+    let lab = scripted(vec![Step::new(503), Step::new(200)]);
+    let body = b"\x00binary\r\nline two\xff";
+    let run = run_with_stdin(
+        &[
+            "-X",
+            "PUT",
+            "--data-binary",
+            "@-",
+            "--backoff",
+            "10ms",
+            &lab.url(),
+        ],
+        body,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 2);
+    assert!(records.iter().all(|r| r.body == body));
+}
+
+#[test]
+fn a_body_file_is_sent_on_every_attempt() {
+    let dir = temp_dir("bodyfile");
+    let file = dir.join("body.bin");
+    std::fs::write(&file, vec![7u8; 100_000]).unwrap();
+    let lab = scripted(vec![
+        Step::new(429).header("retry-after-ms", "1"),
+        Step::new(200),
+    ]);
+    let run = run(&[
+        "--floor",
+        "0",
+        "-X",
+        "PUT",
+        "--data-binary",
+        &format!("@{}", file.display()),
+        &lab.url(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 2);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.body.len() == 100_000 && r.body.iter().all(|&b| b == 7))
+    );
+}
+
+#[test]
+fn a_failed_run_never_clobbers_the_output_file() {
+    let dir = temp_dir("output");
+    let out = dir.join("result.json");
+    std::fs::write(&out, "old").unwrap();
+    let lab = scripted(vec![Step::new(503).body("partial garbage")]);
+    let run = run(&[
+        "--attempts",
+        "2",
+        "--backoff",
+        "10ms",
+        "-o",
+        out.to_str().unwrap(),
+        &lab.url(),
+    ]);
+    assert_eq!(run.code, 4);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+    assert_eq!(files_in(&dir), ["result.json"], "no temporary file left");
+
+    // A body that breaks off is retried into a clean file, then put in place.
+    let lab = scripted(vec![
+        Step::new(200).body("x".repeat(5000)).truncate(),
+        Step::new(200).body("new"),
+    ]);
+    let run = super::util::run(&["--backoff", "10ms", "-o", out.to_str().unwrap(), &lab.url()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lab.records().len(), 2);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
+    assert_eq!(files_in(&dir), ["result.json"]);
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn refused_connections_are_retried_for_every_method() {
+    // Bind and drop a listener to find a port that refuses.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run = run(&[
+        "-d",
+        "x",
+        "--attempts",
+        "2",
+        "--backoff",
+        "10ms",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let o = run.outcome();
+    assert_eq!(o["attempts"], 2);
+    assert_eq!(o["status"], serde_json::Value::Null);
+    assert_eq!(o["error"], "connection refused");
+}
+
+#[test]
+fn the_server_can_say_whether_to_retry() {
+    let lab = scripted(vec![
+        Step::new(503).header("x-should-retry", "false"),
+        Step::new(200),
+    ]);
+    assert_eq!(run(&[&lab.url()]).code, 3);
+    assert_eq!(lab.records().len(), 1);
+    let lab = scripted(vec![
+        Step::new(409).header("X-Should-Retry", "true"),
+        Step::new(200),
+    ]);
+    assert_eq!(run(&["--backoff", "10ms", &lab.url()]).code, 0);
+    assert_eq!(lab.records().len(), 2);
+}
+
+#[test]
+fn redirects_are_final_unless_followed() {
+    let lab = scripted(vec![
+        Step::new(302).header("Location", "/next"),
+        Step::new(200).body("there"),
+    ]);
+    let run = run(&[&lab.url()]);
+    assert_eq!(run.code, 0);
+    assert_eq!(run.outcome()["status"], 302);
+    assert_eq!(lab.records().len(), 1);
+    let lab = scripted(vec![
+        Step::new(302).header("Location", "/next"),
+        Step::new(200).body("there"),
+    ]);
+    let run = super::util::run(&["-L", &lab.url()]);
+    assert_eq!(run.outcome()["status"], 200);
+    assert_eq!(run.stdout_text(), "there");
+    assert_eq!(lab.records().last().unwrap().path, "/next");
+}
+
+#[test]
+fn empty_success_is_success() {
+    let lab = scripted(vec![Step::new(204).body("")]);
+    let run = run(&[&lab.url()]);
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.is_empty());
+    assert_eq!(run.outcome()["status"], 204);
+}
+
+#[test]
+fn credentials_never_appear_in_any_output() {
+    let lab = scripted(vec![
+        Step::new(503).body("echo: Bearer s3cr3t-bearer"),
+        Step::new(401),
+    ]);
+    let url = format!(
+        "{}/p?api_key=s3cr3t-query&page=2",
+        lab.url().replace("http://", "http://ann:s3cr3t-userinfo@")
+    );
+    let run = run(&[
+        "-v",
+        "--backoff",
+        "10ms",
+        "-H",
+        "Authorization: Bearer s3cr3t-bearer",
+        "-H",
+        "Cookie: s=s3cr3t-cookie",
+        &url,
+    ]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
+    let o = run.outcome();
+    assert_eq!(o["url"], format!("{}/p?api_key=***&page=2", lab.url()));
+    assert_eq!(o["history"][0]["status"], 503);
+    // They were sent, though.
+    let first = &lab.records()[0];
+    assert_eq!(first.header("authorization"), Some("Bearer s3cr3t-bearer"));
+    assert_eq!(first.path, "/p?api_key=s3cr3t-query&page=2");
+
+    let run = super::util::run(&["-u", "ann:s3cr3t-pass", "-v", &lab.url()]);
+    assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
+    assert_eq!(
+        lab.records().last().unwrap().header("authorization"),
+        Some("Basic YW5uOnMzY3IzdC1wYXNz")
+    );
+}
+
+#[test]
+fn usage_errors_send_nothing() {
+    let lab = scripted(vec![Step::new(200)]);
+    for args in [
+        vec!["--budget", "soon", &lab.url()[..]],
+        vec!["--outcome", "stdout", &lab.url()],
+        vec!["-H", "no colon", &lab.url()],
+        vec!["--retry-on", "abc", &lab.url()],
+        vec!["ftp://example.com/"],
+        vec!["-o", "/nonexistent-dir/out", &lab.url()],
+    ] {
+        let run = run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("error"), "{args:?}: {}", run.stderr);
+    }
+    assert_eq!(lab.records().len(), 0);
+}
+
+#[test]
+fn outcome_lines_can_go_to_a_shared_log_or_stdout() {
+    let dir = temp_dir("outcome");
+    let log = dir.join("runs.jsonl");
+    let lab = scripted(vec![Step::new(200).body("hi")]);
+    for _ in 0..2 {
+        let run = run(&["--outcome", log.to_str().unwrap(), &lab.url()]);
+        assert_eq!(run.code, 0);
+        assert!(run.stderr.is_empty(), "{}", run.stderr);
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 2);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["outcome"], "SUCCEEDED");
+    }
+    let out = dir.join("body");
+    let run = run(&[
+        "--outcome",
+        "stdout",
+        "-o",
+        out.to_str().unwrap(),
+        &lab.url(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "hi");
+}

@@ -1,0 +1,6 @@
+//! One integration test binary: the real `abide` binary against the real lab
+//! server on 127.0.0.1, asserting on the lab's recorded timeline.
+
+mod demo;
+mod fetch;
+mod util;
