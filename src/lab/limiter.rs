@@ -3,7 +3,7 @@
 //! time, so the tests need no clock and no sleeping.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// Retry-After values beyond this are treated as this: nobody waits longer
 /// and `Instant` arithmetic stays far from overflow.
@@ -142,28 +142,6 @@ impl EarlyRetries {
     }
 }
 
-/// A Retry-After delay in seconds: digits, optionally with a decimal part
-/// (`1`, `0.5`). Decimals are not standard, but clients meet them in the wild.
-pub fn parse_delta_seconds(text: &str) -> Option<Duration> {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, "0"));
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(whole) || !digits(fraction) {
-        return None;
-    }
-    let seconds: f64 = text.parse().ok()?;
-    Some(Duration::try_from_secs_f64(seconds).map_or(LONGEST_WAIT, |d| d.min(LONGEST_WAIT)))
-}
-
-/// How long a Retry-After value (delay-seconds or an HTTP-date, judged
-/// against `now`) tells the client to wait; `None` if it is neither.
-pub fn retry_after_wait(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    parse_delta_seconds(value).or_else(|| {
-        let date = httpdate::parse_http_date(value).ok()?;
-        Some(date.duration_since(now).unwrap_or(Duration::ZERO))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,25 +235,5 @@ mod tests {
         let mut early = EarlyRetries::new(ms(150));
         early.told_to_wait("a", t0, Duration::MAX);
         assert!(early.check("a", t0 + ms(1)).is_some());
-        assert_eq!(
-            parse_delta_seconds("99999999999999999999999"),
-            Some(LONGEST_WAIT)
-        );
-    }
-
-    #[test]
-    fn retry_after_values() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_470);
-        assert_eq!(retry_after_wait("2", now), Some(ms(2000)));
-        assert_eq!(retry_after_wait(" 1.5 ", now), Some(ms(1500)));
-        assert_eq!(retry_after_wait("0", now), Some(Duration::ZERO));
-        // 1445412480 is Wed, 21 Oct 2015 07:28:00 GMT: ten seconds after `now`.
-        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
-        assert_eq!(retry_after_wait(date, now), Some(ms(10_000)));
-        let later = now + Duration::from_secs(60);
-        assert_eq!(retry_after_wait(date, later), Some(Duration::ZERO));
-        for bad in ["", "soon", "-1", "1e3", ".5", "1.", "1.2.3", "+1"] {
-            assert_eq!(retry_after_wait(bad, now), None, "{bad}");
-        }
     }
 }

@@ -8,7 +8,6 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::limiter::parse_delta_seconds;
 use crate::units::parse_duration;
 
 /// A way for an answer to go wrong on purpose.
@@ -149,9 +148,12 @@ fn parse_step(text: &str) -> Result<Step, String> {
         seen.push(slot);
         step = match (key, value) {
             ("ra", Some(seconds)) => {
-                parse_delta_seconds(seconds).ok_or_else(|| {
-                    format!("ra must be a number of seconds, e.g. ra=1 or ra=0.5, not `{seconds}`")
-                })?;
+                let plain = seconds.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+                if !plain || parse_duration(seconds).is_err() {
+                    return Err(format!(
+                        "ra must be a number of seconds, e.g. ra=1 or ra=0.5, not `{seconds}`"
+                    ));
+                }
                 step.header("Retry-After", seconds)
             }
             ("delay", Some(delay)) => step.delay(parse_duration(delay)?),

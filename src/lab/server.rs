@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 
 use super::http::{self, ReadError};
-use super::limiter::{self, EarlyRetries, Limiter, Quota};
+use super::limiter::{EarlyRetries, Limiter, Quota};
 use super::lock;
 use super::record::{Record, Summary};
 use super::script::{Fault, Script, Step};
@@ -50,7 +50,8 @@ impl Default for LabConfig {
     }
 }
 
-/// Called from the connection thread for each finished request.
+/// Called from the connection thread for each finished request, in the
+/// lab's lock (so calls never overlap): it must not call back into the `Lab`.
 pub type OnRecord = Box<dyn Fn(&Record) + Send + Sync>;
 
 /// A running lab, listening on 127.0.0.1. Stops when dropped.
@@ -138,7 +139,8 @@ impl Lab {
         self.port
     }
 
-    /// Every finished request, in arrival order.
+    /// Every request answered (or dropped) so far, in arrival order. A
+    /// delayed answer's record appears when its delay is over.
     pub fn records(&self) -> Vec<Record> {
         lock(&self.shared.state).records.clone()
     }
@@ -263,20 +265,23 @@ impl Reply {
             ("Content-Type".to_owned(), "application/json".to_owned()),
         ];
         let (status, body) = if quota.allowed {
-            let body = json!({"ok": true, "client": client, "remaining": quota.remaining});
+            // Written by hand to keep the documented key order (`json!` sorts keys).
+            let body = format!(
+                r#"{{"ok":true,"client":{},"remaining":{}}}"#,
+                json!(client),
+                quota.remaining
+            );
             (200, body)
         } else {
             let seconds = quota.retry_after_secs();
             headers.push(("Retry-After".to_owned(), seconds.to_string()));
-            (
-                429,
-                json!({"error": "rate_limited", "retry_after": seconds}),
-            )
+            let body = json!({"error": "rate_limited", "retry_after": seconds});
+            (429, body.to_string())
         };
         Reply {
             status,
             headers,
-            body: body.to_string().into_bytes(),
+            body: body.into_bytes(),
             delay: Duration::ZERO,
             fault: None,
         }
@@ -365,30 +370,40 @@ impl Shared {
         }
     }
 
-    /// Files the record, and remembers any Retry-After it is about to send,
-    /// before a byte of the answer is written: a client that has read its
-    /// answer finds the record already there.
-    fn finish(&self, record: Record, reply: &Reply) {
+    /// Files the record at once, before any delay, so that a client which
+    /// gives up waiting is still seen to have asked.
+    fn file(&self, record: &Record) {
+        let mut state = lock(&self.state);
+        let at = state.records.partition_point(|r| r.seq < record.seq);
+        state.records.insert(at, record.clone());
+    }
+
+    /// After the answer was decided and any delay waited: remembers the
+    /// Retry-After it carries, corrects the filed status when the answer was
+    /// dropped, and reports the request. The lock is held throughout, so
+    /// that a client which has read the answer finds the record up to date.
+    fn finish(&self, record: &Record, reply: &Reply) {
         let mut state = lock(&self.state);
         let wait = http::header(&reply.headers, "retry-after")
             .filter(|_| reply.answers())
-            .and_then(|value| limiter::retry_after_wait(value, SystemTime::now()));
+            .and_then(|value| crate::delay::parse_retry_after(value, SystemTime::now()))
+            .map(|d| d.delay);
         if let Some(wait) = wait {
             state
                 .early
                 .told_to_wait(&record.client, Instant::now(), wait);
         }
-        if let Some(on_record) = &self.on_record {
-            on_record(&record);
+        if let Some(filed) = state.records.iter_mut().find(|r| r.seq == record.seq) {
+            filed.status = record.status;
         }
-        // A delayed answer is filed after later arrivals; keep arrival order.
-        let at = state.records.partition_point(|r| r.seq < record.seq);
-        state.records.insert(at, record);
+        if let Some(on_record) = &self.on_record {
+            on_record(record);
+        }
     }
 }
 
 /// One connection: one request, one answer.
-fn serve(shared: &Shared, stream: &TcpStream) {
+fn serve(shared: &Shared, mut stream: &TcpStream) {
     // Failing to set these loses only the protection, not the request.
     let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
@@ -405,16 +420,11 @@ fn serve(shared: &Shared, stream: &TcpStream) {
         }
     };
     let (seq, arrival) = shared.arrive();
-    let client = client_key(&head.headers, stream);
-    if http::expects_continue(&head.headers) {
-        let _ = (&mut &*stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-    }
-    let body = http::read_body(&mut reader, &head.headers);
     let mut record = Record {
         seq,
         at: arrival.saturating_duration_since(shared.started),
         time: SystemTime::now(),
-        client,
+        client: client_key(&head.headers, stream),
         method: head.method,
         path: head.target,
         headers: head.headers,
@@ -422,13 +432,18 @@ fn serve(shared: &Shared, stream: &TcpStream) {
         status: None,
         early_by_ms: None,
     };
-    let mut reply = match body {
+    if http::expects_continue(&record.headers) {
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    let mut reply = match http::read_body(&mut reader, &record.headers) {
         Ok(body) => {
             record.body = body;
             shared.decide(&mut record, arrival)
         }
         Err(error) => Reply::refusal(&error),
     };
+    record.status = reply.answers().then_some(reply.status);
+    shared.file(&record);
     let in_flight = InFlight::enter(shared);
     if !pause(reply.delay, &shared.stop) {
         // The lab is stopping: nobody will wait for this answer.
@@ -436,7 +451,7 @@ fn serve(shared: &Shared, stream: &TcpStream) {
     }
     record.status = reply.answers().then_some(reply.status);
     let is_head = record.method == "HEAD";
-    shared.finish(record, &reply);
+    shared.finish(&record, &reply);
     deliver(shared, stream, &reply, is_head);
     drop(in_flight);
     close(stream, reply.answers());
@@ -470,7 +485,7 @@ fn pause(delay: Duration, stop: &AtomicBool) -> bool {
     }
 }
 
-fn deliver(shared: &Shared, stream: &TcpStream, reply: &Reply, is_head: bool) {
+fn deliver(shared: &Shared, mut stream: &TcpStream, reply: &Reply, is_head: bool) {
     let length = |declared| (!http::forbids_body(reply.status)).then_some(declared);
     let (declared, sent) = match reply.fault {
         Some(Fault::Close) => return,
@@ -489,7 +504,7 @@ fn deliver(shared: &Shared, stream: &TcpStream, reply: &Reply, is_head: bool) {
         bytes.extend_from_slice(&reply.body[..sent]);
     }
     // A client that has gone away is its own problem, not the lab's.
-    let _ = (&mut &*stream).write_all(&bytes);
+    let _ = stream.write_all(&bytes);
 }
 
 /// Ends the connection. After an answer, closing with unread request bytes

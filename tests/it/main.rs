@@ -3,4 +3,5 @@
 
 mod demo;
 mod fetch;
+mod lab;
 mod util;
