@@ -13,7 +13,11 @@ use crate::http::Http;
 use crate::outcome::{Kind, Line, Record, Why};
 use crate::plan::{self, OutcomeTo, Plan};
 use crate::retry::{Event, Loop, SystemClock};
+use crate::scope;
+use crate::scope::BreakerNews;
+use crate::shared::Shared;
 use crate::sink::Sink;
+use crate::store::FileStore;
 
 pub fn main() -> ExitCode {
     let cli = match cli::command()
@@ -76,14 +80,29 @@ fn fetch(cli: &Cli) -> ExitCode {
     if let Err(e) = cancel.on_signals(interrupt) {
         eprintln!("abide: warning: cannot watch for signals: {e}");
     }
+    let verbose = cli.output.verbose;
+    let shared = plan.state_dir.as_ref().and_then(|dir| match FileStore::open(dir) {
+        Ok(store) => Some(Shared::new(
+            Box::new(store),
+            plan.context.scope.clone(),
+            plan.scope_policy,
+            plan.max_concurrent,
+        )),
+        Err(e) => {
+            if verbose {
+                eprintln!("abide: cannot use the state directory {}: {e}; going on without shared state", dir.display());
+            }
+            None
+        }
+    });
     let looper = Loop {
         policy: &plan.policy,
         replay: plan.replay,
         max_time: plan.max_time,
         connect_timeout: plan.connect_timeout,
         redactor: &plan.redactor,
+        shared: shared.as_ref(),
     };
-    let verbose = cli.output.verbose;
     let mut record = looper.run(
         &mut transport,
         &mut sink,
@@ -96,6 +115,14 @@ fn fetch(cli: &Cli) -> ExitCode {
             }
         },
     );
+    if let Some(shared) = &shared {
+        shared.release();
+        if verbose {
+            for note in shared.take_notes() {
+                eprintln!("abide: {note}");
+            }
+        }
+    }
     if record.kind == Kind::Succeeded {
         if let Err(e) = sink.commit() {
             record.kind = Kind::InternalError;
@@ -148,6 +175,17 @@ fn narrate(plan: &Plan, event: &Event) -> String {
             None => format!("attempt {attempt}: {status}"),
         },
         Event::Failed { attempt, error } => format!("attempt {attempt}: {error}"),
+        Event::Breaker(BreakerNews::Opened { until }) => format!(
+            "circuit breaker of scope {} opened until {}",
+            plan.context.scope,
+            crate::outcome::rfc3339(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until)
+            )
+        ),
+        Event::Breaker(BreakerNews::Closed) => {
+            format!("circuit breaker of scope {} closed", plan.context.scope)
+        }
+        Event::Breaker(BreakerNews::Unchanged) => String::new(),
         Event::Waiting { wait, retry } => {
             let why = match wait.cause {
                 WaitCause::Server { server, honoured } => {
@@ -164,6 +202,19 @@ fn narrate(plan: &Plan, event: &Event) -> String {
                     )
                 }
                 WaitCause::Backoff { n } => format!("no server delay: backoff step {n}"),
+                WaitCause::Scope {
+                    cause: scope::Wait::Rate,
+                } => "the scope's --rate slot".into(),
+                WaitCause::Scope {
+                    cause: scope::Wait::Gate(gate),
+                } => match gate {
+                    scope::GateCause::RetryAfter => {
+                        "the scope's gate, closed by a Retry-After, plus jitter".into()
+                    }
+                    scope::GateCause::QuotaExhausted => {
+                        "the scope's gate, until its rate-limit quota resets, plus jitter".into()
+                    }
+                },
             };
             format!(
                 "waiting {:.3}s before attempt {} ({why})",

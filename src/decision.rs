@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::delay::{self, ServerDelay};
 use crate::outcome::Kind;
+use crate::scope;
 
 /// The retry policy as the user set it.
 #[derive(Debug, Clone)]
@@ -147,6 +148,8 @@ pub enum WaitCause {
     },
     /// Full-jitter exponential backoff for retry `n`.
     Backoff { n: u32 },
+    /// The scope's gate (plus upward jitter) or its `--rate` slot.
+    Scope { cause: scope::Wait },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,6 +185,16 @@ pub enum StopWhy {
     WaitOverBudget {
         wait: Duration,
         left: Duration,
+    },
+    /// The scope is closed for longer than `--max-wait` or the budget allow.
+    ScopeClosed {
+        cause: scope::Wait,
+        wait: Duration,
+        limit: Duration,
+    },
+    /// The scope's circuit breaker is open, or another process is probing it.
+    CircuitOpen {
+        probing: bool,
     },
 }
 
@@ -265,7 +278,7 @@ pub fn next_step(
     // A wait that ends at or after the budget leaves no time for the attempt.
     let must_wait = match wait.cause {
         WaitCause::Server { honoured, .. } => honoured,
-        WaitCause::Backoff { .. } => wait.duration,
+        WaitCause::Backoff { .. } | WaitCause::Scope { .. } => wait.duration,
     };
     if must_wait >= left {
         let why = StopWhy::WaitOverBudget {
@@ -275,6 +288,40 @@ pub fn next_step(
         return stop(Kind::BudgetExhausted, why, honoured);
     }
     Next::Wait(wait)
+}
+
+/// Before an attempt, the scope says wait `wait`: wait it (with upward
+/// jitter for a gate, so that a herd released together arrives spread out;
+/// exactly for a `--rate` slot), or end now if it does not fit.
+pub fn scope_step(
+    cause: scope::Wait,
+    wait: Duration,
+    elapsed: Duration,
+    policy: &Policy,
+    draw: Draw,
+) -> Next {
+    let left = policy.budget.saturating_sub(elapsed);
+    let limit = policy.max_wait.map_or(left, |m| m.min(left));
+    let over_max_wait = policy.max_wait.is_some_and(|m| wait > m);
+    if over_max_wait || wait >= left {
+        return Next::Stop(Stop {
+            kind: Kind::BudgetExhausted,
+            not_before: Some(wait),
+            why: StopWhy::ScopeClosed { cause, wait, limit },
+        });
+    }
+    let extra = match cause {
+        scope::Wait::Gate(_) => delay::jitter(wait, policy.jitter, draw.0).min(
+            limit
+                .saturating_sub(Duration::from_millis(1))
+                .saturating_sub(wait),
+        ),
+        scope::Wait::Rate => Duration::ZERO,
+    };
+    Next::Wait(Wait {
+        duration: wait + extra,
+        cause: WaitCause::Scope { cause },
+    })
 }
 
 #[cfg(test)]
@@ -440,5 +487,39 @@ mod tests {
         for (name, next, expected) in rows {
             assert_eq!(outcome(next), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn scope_waits() {
+        use scope::{GateCause, Wait as W};
+        let p = Policy::default();
+        let gate = W::Gate(GateCause::RetryAfter);
+        let s = Duration::from_secs;
+        let ms = |next: Next| match next {
+            Next::Wait(w) => Ok(w.duration.as_millis()),
+            Next::Stop(stop) => Err((stop.kind, stop.not_before.map(|d| d.as_millis()))),
+        };
+        assert_eq!(ms(scope_step(gate, s(10), s(0), &p, Draw(0.5))), Ok(10_500));
+        assert_eq!(
+            ms(scope_step(W::Rate, s(10), s(0), &p, Draw(0.5))),
+            Ok(10_000)
+        );
+        assert_eq!(
+            ms(scope_step(gate, s(10), s(55), &p, Draw(0.5))),
+            Err((Kind::BudgetExhausted, Some(10_000)))
+        );
+        let capped = Policy {
+            max_wait: Some(s(5)),
+            ..Policy::default()
+        };
+        assert_eq!(
+            ms(scope_step(gate, s(6), s(0), &capped, Draw(0.5))),
+            Err((Kind::BudgetExhausted, Some(6000)))
+        );
+        // Jitter never pushes past --max-wait.
+        assert_eq!(
+            ms(scope_step(gate, s(5), s(0), &capped, Draw(0.9))),
+            Ok(5000)
+        );
     }
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::decision::StopWhy;
 use crate::delay::ServerDelay;
+use crate::scope;
 
 /// Every way a run can end. The exit code of each lives here and nowhere else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,6 +313,31 @@ impl Words<'_> {
                     secs_text(*delay),
                     secs_text(*max_wait)
                 ),
+                StopWhy::ScopeClosed { cause, wait, limit } => {
+                    let what = match cause {
+                        scope::Wait::Gate(scope::GateCause::RetryAfter) => {
+                            "is held by a Retry-After the server gave to an earlier request"
+                        }
+                        scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
+                            "has used up its rate-limit quota"
+                        }
+                        scope::Wait::Rate => "is paced by --rate",
+                    };
+                    format!(
+                        "The scope {} {what}: the next request may go in {}, beyond the {} this run may wait.",
+                        self.context.scope,
+                        secs_text(*wait),
+                        secs_text(*limit)
+                    )
+                }
+                StopWhy::CircuitOpen { probing: false } => format!(
+                    "The circuit breaker of scope {} is open after repeated failures; nothing was sent.",
+                    self.context.scope
+                ),
+                StopWhy::CircuitOpen { probing: true } => format!(
+                    "The circuit breaker of scope {} is half-open and another run is probing it; nothing was sent.",
+                    self.context.scope
+                ),
                 StopWhy::WaitOverBudget { wait, left } => format!(
                     "{}: the next wait of {} does not fit the {} left of the budget.",
                     self.what(),
@@ -350,6 +376,10 @@ impl Words<'_> {
                 not_before("wait before calling again")
             ),
             Kind::BudgetExhausted => match self.record.attempts.iter().rev().find_map(|a| a.server_delay) {
+                _ if matches!(self.record.why, Why::Decided(StopWhy::ScopeClosed { .. })) => format!(
+                    "The scope is closed; {}.",
+                    not_before("call again later")
+                ),
                 Some(delay) => format!(
                     "The server asked to wait {}; {}.",
                     secs_text(delay.delay),

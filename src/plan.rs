@@ -13,6 +13,8 @@ use crate::decision::{Policy, Replay};
 use crate::http::{Body, Request, Settings};
 use crate::outcome::Context;
 use crate::redact::{self, Redactor};
+use crate::scope::ScopePolicy;
+use crate::store::FileStore;
 use crate::target::Target;
 
 /// Where the outcome line goes.
@@ -36,6 +38,10 @@ pub struct Plan {
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
+    /// Where the scope state lives; `None` with `--no-state`.
+    pub state_dir: Option<PathBuf>,
+    pub scope_policy: ScopePolicy,
+    pub max_concurrent: Option<u32>,
 }
 
 pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
@@ -138,11 +144,29 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         return Err("--budget must be more than 0".into());
     }
     let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
+    let sc = &cli.scope;
+    let scope = match &sc.scope {
+        Some(name) if name.trim().is_empty() => return Err("--scope needs a name".into()),
+        Some(name) => name.clone(),
+        None => target.origin.clone(),
+    };
+    let state_dir = if sc.no_state {
+        None
+    } else {
+        sc.state_dir.clone().or_else(FileStore::default_dir)
+    };
+    let scope_policy = ScopePolicy {
+        rate_interval: sc.rate.map(|r| r.interval),
+        breaker_threshold: sc.breaker,
+        breaker_cooldown: sc.breaker_cooldown,
+        // A probe that has not reported by the end of its attempt is presumed lost.
+        probe_ttl: r.max_time.min(policy.budget) + Duration::from_secs(1),
+    };
     Ok(Plan {
         context: Context {
             method: method.clone(),
             url: redactor.text(&target.display()),
-            scope: target.origin.clone(),
+            scope,
             idempotency_key,
         },
         request: Request {
@@ -164,6 +188,9 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         output: cli.output.output.clone(),
         outcome_to,
         redactor,
+        state_dir,
+        scope_policy,
+        max_concurrent: sc.max_concurrent,
     })
 }
 

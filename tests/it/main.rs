@@ -4,4 +4,5 @@
 mod demo;
 mod fetch;
 mod lab;
+mod scope;
 mod util;
