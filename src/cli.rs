@@ -15,6 +15,7 @@ const REQUEST: &str = "Request";
 const POLICY: &str = "Retry policy";
 const SCOPE: &str = "Scope (shared by every process on this machine)";
 const OUTPUT: &str = "Output";
+const AGENT: &str = "Agents and response contracts";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -49,6 +50,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub agent: AgentArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -243,6 +247,54 @@ pub struct OutputArgs {
     /// One line per attempt and per wait on stderr.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+
+    /// Append an audit log to FILE: one JSON line per event (request, answer
+    /// or error, wait, outcome), credentials redacted; many runs may share it.
+    #[arg(long, value_name = "FILE", env = "ABIDE_LOG")]
+    pub log: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Default)]
+#[command(next_help_heading = AGENT)]
+pub struct AgentArgs {
+    /// Agent tool mode: stdout gets exactly one JSON object (the outcome plus
+    /// body, body_truncated and headers), on success, failure and usage errors
+    /// alike; nothing else is written.
+    #[arg(long, env = "ABIDE_AGENT")]
+    pub agent: bool,
+
+    /// Largest body kept in the --agent object (and checked by --require
+    /// without -o); sizes like 1KiB, 2MiB.
+    #[arg(long = "max-body", value_name = "SIZE", env = "ABIDE_MAX_BODY", default_value = "64KiB",
+          value_parser = crate::units::parse_size)]
+    pub max_body: u64,
+
+    /// A 2xx answer succeeds only if its body is JSON with a value (null and
+    /// [] included) at this RFC 6901 JSON Pointer (repeatable); else
+    /// INVALID_RESPONSE, not retried.
+    #[arg(long, value_name = "POINTER", value_parser = parse_pointer)]
+    pub require: Vec<String>,
+
+    /// Refuse, unsent, a request identical to one that ended NON_RETRYABLE or
+    /// INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS);
+    /// on by default with --agent (N = 3); 0 turns it off.
+    #[arg(long = "no-progress", value_name = "N", env = "ABIDE_NO_PROGRESS")]
+    pub no_progress: Option<u32>,
+
+    /// With --idempotency-key auto: keep the generated key in the scope state
+    /// under this task id, so that every rerun of the task sends the same key.
+    #[arg(
+        long,
+        value_name = "ID",
+        env = "ABIDE_TASK",
+        requires = "idempotency_key"
+    )]
+    pub task: Option<String>,
+
+    /// How long a task's idempotency key is kept.
+    #[arg(long = "task-ttl", value_name = "DURATION", env = "ABIDE_TASK_TTL", default_value = "24h",
+          value_parser = parse_duration)]
+    pub task_ttl: Duration,
 }
 
 /// A `-H` header: `None` as the value removes a default header.
@@ -281,6 +333,16 @@ fn parse_rate(text: &str) -> Result<Rate, String> {
         return Err(bad());
     }
     Ok(Rate { interval })
+}
+
+fn parse_pointer(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.starts_with('/') {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "`{text}` is not a JSON Pointer (RFC 6901): it must start with / (e.g. /data/items)"
+        ))
+    }
 }
 
 fn parse_method(text: &str) -> Result<String, String> {

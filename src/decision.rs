@@ -93,6 +93,9 @@ pub enum Verdict {
     NonRetryable,
     /// A write may have been applied; replaying it blindly could apply it twice.
     SideEffectUnknown,
+    /// A 2xx whose body breaks the `--require` contract: asking again would
+    /// get the same answer.
+    Invalid,
 }
 
 /// Statuses a non-idempotent request may still be retried on: the server
@@ -158,6 +161,37 @@ pub struct Wait {
     pub cause: WaitCause,
 }
 
+impl Wait {
+    /// Why this wait lasts what it lasts, in words for `-v` and the audit log.
+    pub fn reason(&self) -> String {
+        match self.cause {
+            WaitCause::Server { server, honoured } => {
+                let floor = if honoured > server.delay {
+                    ", raised to the floor"
+                } else {
+                    ""
+                };
+                format!(
+                    "{} asked {:.3}s{floor}, jitter +{:.3}s",
+                    server.source.header(),
+                    server.delay.as_secs_f64(),
+                    (self.duration - honoured).as_secs_f64()
+                )
+            }
+            WaitCause::Backoff { n } => format!("no server delay: backoff step {n}"),
+            WaitCause::Scope {
+                cause: scope::Wait::Rate,
+            } => "the scope's --rate slot".into(),
+            WaitCause::Scope {
+                cause: scope::Wait::Gate(scope::GateCause::RetryAfter),
+            } => "the scope's gate, closed by a Retry-After, plus jitter".into(),
+            WaitCause::Scope {
+                cause: scope::Wait::Gate(scope::GateCause::QuotaExhausted),
+            } => "the scope's gate, until its rate-limit quota resets, plus jitter".into(),
+        }
+    }
+}
+
 /// Why the run ends, in the outcome's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stop {
@@ -171,6 +205,8 @@ pub struct Stop {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopWhy {
     Success,
+    /// The answer broke the response contract (details in the record's error).
+    InvalidResponse,
     NonRetryable,
     SideEffectUnknown,
     AttemptsUsed {
@@ -234,6 +270,7 @@ pub fn next_step(
                 honoured,
             );
         }
+        Verdict::Invalid => return stop(Kind::InvalidResponse, StopWhy::InvalidResponse, None),
         Verdict::Retryable => {}
     }
     if progress.attempt >= policy.attempts {
@@ -467,6 +504,7 @@ mod tests {
             ("success ends", next_step(SUCCESS, None, at(1, 0), &p, d(0.5)), Err((Succeeded, None))),
             ("401 ends", next_step(NR, None, at(1, 0), &p, d(0.5)), Err((Kind::NonRetryable, None))),
             ("unknown write ends", next_step(SEU, None, at(1, 0), &p, d(0.5)), Err((Kind::SideEffectUnknown, None))),
+            ("broken contract ends", next_step(Verdict::Invalid, None, at(1, 0), &p, d(0.5)), Err((Kind::InvalidResponse, None))),
             ("Retry-After replaces backoff", next_step(Retryable, ra(3.0), at(1, 0), &no_jitter, d(0.9)), Ok(3000)),
             ("jitter adds 10% at most", next_step(Retryable, ra(3.0), at(1, 0), &p, d(0.5)), Ok(3150)),
             ("Retry-After 0 waits the floor", next_step(Retryable, ra(0.0), at(1, 0), &no_jitter, d(0.5)), Ok(1000)),

@@ -1,7 +1,10 @@
 //! abide: an HTTP client that waits when the server says "slow down".
+pub mod agent;
 pub mod app;
+pub mod audit;
 pub mod cancel;
 pub mod cli;
+pub mod contract;
 pub mod decision;
 pub mod delay;
 pub mod demo;

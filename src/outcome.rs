@@ -126,6 +126,30 @@ pub struct Record {
     pub error: Option<String>,
     /// Server delay values that were present but unusable.
     pub ignored_delays: Vec<String>,
+    /// The last answer's headers (names lower-case).
+    pub headers: Vec<(String, String)>,
+    /// The kept start of the last answer's body when it was not delivered.
+    pub failed_body: Vec<u8>,
+    pub failed_body_truncated: bool,
+}
+
+impl Record {
+    /// A run that ended before sending anything.
+    pub fn unsent(kind: Kind, why: Why) -> Record {
+        Record {
+            kind,
+            why,
+            attempts: Vec::new(),
+            elapsed: Duration::ZERO,
+            waited: Duration::ZERO,
+            next_allowed_at: None,
+            error: None,
+            ignored_delays: Vec::new(),
+            headers: Vec::new(),
+            failed_body: Vec::new(),
+            failed_body_truncated: false,
+        }
+    }
 }
 
 /// The cause of the end of a run, beyond its kind.
@@ -133,6 +157,10 @@ pub struct Record {
 pub enum Why {
     Decided(StopWhy),
     Cancelled,
+    /// The same request failed this many times in a row: refused unsent.
+    NoProgress {
+        times: u32,
+    },
     /// abide could not finish its own part (say, writing the output file).
     Internal(String),
 }
@@ -152,9 +180,9 @@ pub struct Line {
     pub outcome: &'static str,
     pub ok: bool,
     pub exit_code: u8,
-    pub method: String,
-    pub url: String,
-    pub scope: String,
+    pub method: Option<String>,
+    pub url: Option<String>,
+    pub scope: Option<String>,
     pub status: Option<u16>,
     pub attempts: u32,
     pub elapsed_ms: u64,
@@ -207,9 +235,9 @@ impl Line {
             outcome: record.kind.name(),
             ok: record.kind == Kind::Succeeded,
             exit_code: record.kind.exit_code(),
-            method: context.method.clone(),
-            url: context.url.clone(),
-            scope: context.scope.clone(),
+            method: Some(context.method.clone()),
+            url: Some(context.url.clone()),
+            scope: Some(context.scope.clone()),
             status,
             attempts: record.attempts.len() as u32,
             elapsed_ms: ms(record.elapsed),
@@ -233,6 +261,29 @@ impl Line {
                     elapsed_ms: ms(a.ended_at),
                 })
                 .collect(),
+        }
+    }
+
+    /// A command line that could not be used: nothing was sent.
+    pub fn usage_error(message: &str) -> Line {
+        Line {
+            outcome: Kind::UsageError.name(),
+            ok: false,
+            exit_code: Kind::UsageError.exit_code(),
+            method: None,
+            url: None,
+            scope: None,
+            status: None,
+            attempts: 0,
+            elapsed_ms: 0,
+            waited_ms: 0,
+            retry_after_s: None,
+            next_allowed_at: None,
+            idempotency_key: None,
+            reason: format!("Usage error: {message}"),
+            instruction: "Fix the command line and run it again.".to_string(),
+            error: None,
+            history: Vec::new(),
         }
     }
 
@@ -294,11 +345,18 @@ impl Words<'_> {
                 }
             ),
             Why::Internal(message) => format!("abide could not finish: {message}."),
+            Why::NoProgress { times } => format!(
+                "This exact request ended NON_RETRYABLE or INVALID_RESPONSE {times} times in a row in the last 10 minutes; refused without sending it."
+            ),
             Why::Decided(why) => match why {
                 StopWhy::Success => {
                     format!("{} after {} attempt(s).", self.what(), self.attempts())
                 }
                 StopWhy::NonRetryable => format!("{} is not retryable.", self.what()),
+                StopWhy::InvalidResponse => match &self.record.error {
+                    Some(detail) => format!("{}, but {detail}.", self.what()),
+                    None => format!("{} broke the response contract.", self.what()),
+                },
                 StopWhy::SideEffectUnknown => format!(
                     "{} to a {} request, which is not safe to repeat: it may have been applied.",
                     self.what(),
@@ -395,7 +453,7 @@ impl Words<'_> {
                 not_before("wait for its cooldown before calling again")
             ),
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
-            Kind::NoProgress => "This exact request keeps failing; change the request before calling again.".to_string(),
+            Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
             Kind::Cancelled | Kind::Terminated => "The run was interrupted; run it again when ready.".to_string(),
             Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
             Kind::UsageError => "Fix the command line and run it again.".to_string(),
@@ -446,6 +504,9 @@ mod tests {
             next_allowed_at: None,
             error: None,
             ignored_delays: vec![],
+            headers: vec![],
+            failed_body: vec![],
+            failed_body_truncated: false,
         }
     }
 

@@ -5,6 +5,7 @@
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::contract;
 use crate::decision::{
     self, Draw, Next, Observation, Phase, Policy, Progress, Replay, StopWhy, Verdict, Wait,
 };
@@ -84,7 +85,14 @@ pub struct Loop<'a> {
     pub redactor: &'a Redactor,
     /// The scope state shared with other processes; `None` with `--no-state`.
     pub shared: Option<&'a Shared>,
+    /// `--require` pointers a 2xx body must satisfy.
+    pub require: &'a [String],
+    /// How much of a failed answer's body to keep (the agent object shows it).
+    pub keep_body: u64,
 }
+
+/// The largest body `--require` will hold in memory to check.
+const CONTRACT_LIMIT: u64 = 64 << 20;
 
 /// What an attempt came to: a verdict of the decision table, or a failure
 /// of abide's own (the body could not be written).
@@ -113,6 +121,10 @@ struct Run {
     waited: Duration,
     ignored_delays: Vec<String>,
     last_error: Option<String>,
+    /// The last answer's headers, and the kept start of its body when it failed.
+    headers: Vec<(String, String)>,
+    failed_body: Vec<u8>,
+    failed_body_truncated: bool,
 }
 
 /// The longest pause between two looks for a free concurrency slot.
@@ -134,6 +146,9 @@ impl Loop<'_> {
             waited: Duration::ZERO,
             ignored_delays: Vec::new(),
             last_error: None,
+            headers: Vec::new(),
+            failed_body: Vec::new(),
+            failed_body_truncated: false,
         };
         loop {
             let number = run.attempts.len() as u32 + 1;
@@ -339,9 +354,17 @@ impl Loop<'_> {
         });
         let mut judged = Judged::Verdict(decision::classify(observation, self.replay, self.policy));
         let mut error = None;
+        run.headers = reply.headers.clone();
+        run.failed_body.clear();
+        run.failed_body_truncated = false;
         if matches!(judged, Judged::Verdict(Verdict::Success)) {
-            match sink.deliver(&mut reply.body) {
-                Ok(_) => run.last_error = None,
+            let delivered = if self.require.is_empty() {
+                sink.deliver(&mut reply.body)
+            } else {
+                self.check_contract(&mut reply, sink, &mut judged, run)
+            };
+            match delivered {
+                Ok(_) => {}
                 Err(DeliverError::Read { error: e, rewound }) => {
                     let message = format!("the body broke off: {}: {e}", http::io_kind(&e));
                     let phase = if rewound {
@@ -357,19 +380,26 @@ impl Loop<'_> {
                 }
                 Err(DeliverError::Write(e)) if e.kind() == ErrorKind::BrokenPipe => {
                     // `abide … | head`: the reader has what it wanted.
-                    run.last_error = None;
                 }
                 Err(DeliverError::Write(e)) => {
                     judged = Judged::Internal(format!("cannot write the body: {e}"));
                 }
             }
         } else {
-            let mut start = Vec::new();
+            let mut kept = Vec::new();
             let _ = (&mut reply.body)
-                .take(ERROR_BODY_KEPT)
-                .read_to_end(&mut start);
-            let text = String::from_utf8_lossy(&start).trim().to_string();
+                .take(self.keep_body.max(ERROR_BODY_KEPT) + 1)
+                .read_to_end(&mut kept);
+            let limit = self.keep_body.max(ERROR_BODY_KEPT) as usize;
+            run.failed_body_truncated = kept.len() > limit;
+            kept.truncate(limit);
+            let start = &kept[..kept.len().min(ERROR_BODY_KEPT as usize)];
+            let text = String::from_utf8_lossy(start).trim().to_string();
             run.last_error = (!text.is_empty()).then(|| self.redactor.text(&text));
+            run.failed_body = kept;
+        }
+        if matches!(judged, Judged::Verdict(Verdict::Success)) {
+            run.last_error = None;
         }
         Attempted {
             judged,
@@ -377,6 +407,41 @@ impl Loop<'_> {
             server,
             quota,
             attempt: run.attempt(Some(reply.status), error, server, clock),
+        }
+    }
+
+    /// Holds a 2xx body in memory, checks it against `--require`, and
+    /// delivers it only if it holds; otherwise the verdict becomes Invalid.
+    fn check_contract(
+        &self,
+        reply: &mut Reply,
+        sink: &mut Sink,
+        judged: &mut Judged,
+        run: &mut Run,
+    ) -> Result<u64, DeliverError> {
+        let mut body = Vec::new();
+        (&mut reply.body)
+            .take(CONTRACT_LIMIT + 1)
+            .read_to_end(&mut body)
+            .map_err(|error| DeliverError::Read {
+                error,
+                rewound: true,
+            })?;
+        let verdict = if body.len() as u64 > CONTRACT_LIMIT {
+            Err("the body is larger than the 64 MiB --require can check".to_string())
+        } else {
+            contract::check(&body, self.require)
+        };
+        match verdict {
+            Ok(()) => sink.deliver(&mut body.as_slice()),
+            Err(detail) => {
+                *judged = Judged::Verdict(Verdict::Invalid);
+                run.last_error = Some(detail);
+                run.failed_body_truncated = body.len() as u64 > self.keep_body;
+                body.truncate(self.keep_body as usize);
+                run.failed_body = body;
+                Ok(0)
+            }
         }
     }
 
@@ -468,6 +533,9 @@ impl Run {
             },
             ignored_delays: self.ignored_delays,
             attempts: self.attempts,
+            headers: self.headers,
+            failed_body: self.failed_body,
+            failed_body_truncated: self.failed_body_truncated,
         }
     }
 }
@@ -604,6 +672,8 @@ mod tests {
                 connect_timeout: Duration::from_secs(10),
                 redactor: &redactor,
                 shared: None,
+                require: &[],
+                keep_body: 256,
             };
             let mut sink = Sink::file(std::path::Path::new("/dev/null")).unwrap();
             let draw = self.draw;

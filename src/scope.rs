@@ -31,6 +31,83 @@ pub struct ScopeState {
     /// `--rate`: the theoretical arrival time of the next request.
     pub rate_tat: Option<Millis>,
     pub breaker: Breaker,
+    /// Requests (by fingerprint) that keep failing the same way.
+    pub repeats: Vec<Repeat>,
+    /// Idempotency keys kept per task (`--task`), by hashed task id.
+    pub tasks: Vec<TaskKey>,
+}
+
+/// A request that ended NON_RETRYABLE or INVALID_RESPONSE `count` times in a
+/// row, last at `last`. The fingerprint is a hash: no request is kept in clear.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repeat {
+    pub fingerprint: String,
+    pub count: u32,
+    pub last: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskKey {
+    pub task: String,
+    pub key: String,
+    pub expires: Millis,
+}
+
+/// Identical failures older than this no longer count against a request.
+pub const REPEAT_WINDOW: Duration = Duration::from_secs(600);
+/// Enough distinct failing requests per scope for any agent; the oldest go first.
+const MAX_REPEATS: usize = 64;
+const MAX_TASKS: usize = 1024;
+
+/// How many times in a row this request has failed the same way recently.
+pub fn repeats(state: &ScopeState, fingerprint: &str, now: Millis) -> u32 {
+    state
+        .repeats
+        .iter()
+        .find(|r| {
+            r.fingerprint == fingerprint && now.saturating_sub(r.last) <= millis(REPEAT_WINDOW)
+        })
+        .map_or(0, |r| r.count)
+}
+
+/// After a run of this request: one more failure in a row, or a clean slate.
+pub fn remember(state: &mut ScopeState, fingerprint: &str, failed: bool, now: Millis) {
+    let count = repeats(state, fingerprint, now);
+    state.repeats.retain(|r| {
+        r.fingerprint != fingerprint && now.saturating_sub(r.last) <= millis(REPEAT_WINDOW)
+    });
+    if failed {
+        state.repeats.push(Repeat {
+            fingerprint: fingerprint.to_string(),
+            count: count + 1,
+            last: now,
+        });
+        let excess = state.repeats.len().saturating_sub(MAX_REPEATS);
+        state.repeats.drain(..excess);
+    }
+}
+
+/// The task's idempotency key: the one kept from an earlier run, else `fresh`,
+/// kept from now on for `ttl`.
+pub fn task_key(
+    state: &mut ScopeState,
+    task: &str,
+    fresh: &str,
+    now: Millis,
+    ttl: Duration,
+) -> String {
+    state.tasks.retain(|t| t.expires > now);
+    if let Some(kept) = state.tasks.iter().find(|t| t.task == task) {
+        return kept.key.clone();
+    }
+    state.tasks.push(TaskKey {
+        task: task.to_string(),
+        key: fresh.to_string(),
+        expires: now.saturating_add(millis(ttl)),
+    });
+    let excess = state.tasks.len().saturating_sub(MAX_TASKS);
+    state.tasks.drain(..excess);
+    fresh.to_string()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -491,6 +568,46 @@ mod tests {
             learn(&mut s, 0, &lesson(Health::Failure), &p, "a");
         }
         assert_eq!(s.breaker, Breaker::default());
+    }
+
+    #[test]
+    fn repeated_failures_count_in_a_row_and_expire() {
+        let mut s = ScopeState::default();
+        for i in 1..=3 {
+            remember(&mut s, "fp-a", true, 1000 * i);
+        }
+        assert_eq!(repeats(&s, "fp-a", 4000), 3);
+        assert_eq!(
+            repeats(&s, "fp-b", 4000),
+            0,
+            "a changed request has its own count"
+        );
+        remember(&mut s, "fp-b", true, 4000);
+        assert_eq!(repeats(&s, "fp-a", 4000), 3);
+        // Ten minutes later the old failures no longer count.
+        assert_eq!(repeats(&s, "fp-a", 3000 + millis(REPEAT_WINDOW) + 1), 0);
+        remember(&mut s, "fp-a", true, 3000 + millis(REPEAT_WINDOW) + 1);
+        assert_eq!(repeats(&s, "fp-a", 3000 + millis(REPEAT_WINDOW) + 1), 1);
+        // A success resets it.
+        remember(&mut s, "fp-b", false, 5000);
+        assert_eq!(repeats(&s, "fp-b", 5000), 0);
+        for i in 0..100 {
+            remember(&mut s, &format!("many-{i}"), true, 6000);
+        }
+        assert_eq!(s.repeats.len(), MAX_REPEATS);
+    }
+
+    #[test]
+    fn task_keys_survive_reruns_and_expire() {
+        let mut s = ScopeState::default();
+        let day = Duration::from_secs(86_400);
+        assert_eq!(task_key(&mut s, "t1", "key-1", 0, day), "key-1");
+        assert_eq!(task_key(&mut s, "t1", "key-2", 1000, day), "key-1");
+        assert_eq!(task_key(&mut s, "t2", "key-3", 1000, day), "key-3");
+        assert_eq!(
+            task_key(&mut s, "t1", "key-4", millis(day) + 1, day),
+            "key-4"
+        );
     }
 
     #[test]

@@ -95,10 +95,14 @@ impl Shared {
 
     /// Publishes what an attempt taught (before the process sleeps on it).
     pub fn learn(&self, now: SystemTime, lesson: &Lesson) -> BreakerNews {
-        let trivial = lesson.health == scope::Health::Alive
-            && lesson.retry_after_until.is_none()
-            && lesson.quota_until.is_none()
-            && *self.seen.borrow() == ScopeState::default();
+        let trivial = {
+            let seen = self.seen.borrow();
+            lesson.health == scope::Health::Alive
+                && lesson.retry_after_until.is_none()
+                && lesson.quota_until.is_none()
+                && seen.next_allowed_at.is_none()
+                && seen.breaker == scope::Breaker::default()
+        };
         if trivial {
             return BreakerNews::Unchanged;
         }
@@ -135,6 +139,34 @@ impl Shared {
         if holds_probe {
             self.update(&mut |state| scope::release(state, &self.me));
         }
+    }
+
+    /// How many times in a row this request (by fingerprint) failed recently.
+    pub fn repeats(&self, fingerprint: &str, now: SystemTime) -> u32 {
+        scope::repeats(&self.store.read(&self.name), fingerprint, epoch_millis(now))
+    }
+
+    /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE against the
+    /// request, or clears its count.
+    pub fn remember(&self, fingerprint: &str, failed: bool, now: SystemTime) {
+        let now = epoch_millis(now);
+        self.update(&mut |state| scope::remember(state, fingerprint, failed, now));
+    }
+
+    /// The idempotency key of `task`: kept from an earlier run, else `fresh`,
+    /// stored before anything is sent. `None` when the state cannot keep it.
+    pub fn task_key(
+        &self,
+        task: &str,
+        fresh: &str,
+        ttl: std::time::Duration,
+        now: SystemTime,
+    ) -> Option<String> {
+        let now = epoch_millis(now);
+        let mut key = None;
+        self.update(&mut |state| key = Some(scope::task_key(state, task, fresh, now, ttl)))
+            .then_some(())?;
+        key
     }
 
     /// The breaker as last seen, for `-v`.

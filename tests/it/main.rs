@@ -1,6 +1,7 @@
 //! One integration test binary: the real `abide` binary against the real lab
 //! server on 127.0.0.1, asserting on the lab's recorded timeline.
 
+mod agent;
 mod demo;
 mod fetch;
 mod lab;
