@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::SystemTime;
 
 use clap::FromArgMatches;
 
@@ -129,7 +128,7 @@ fn fetch(cli: &Cli) -> ExitCode {
     if let (Some(task), Some(shared)) = (&plan.task, &shared) {
         // Kept before anything is sent, so that a crash and a rerun reuse it.
         let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
-        match shared.task_key(task, &fresh, plan.task_ttl, SystemTime::now()) {
+        match shared.task_key(task, &fresh, plan.task_ttl) {
             Some(key) => plan.set_idempotency_key(key),
             None => {
                 return usage(
@@ -145,7 +144,7 @@ fn fetch(cli: &Cli) -> ExitCode {
         None
     };
     let repeats = match (&shared, &fingerprint) {
-        (Some(shared), Some(fp)) => shared.repeats(fp, SystemTime::now()),
+        (Some(shared), Some(fp)) => shared.repeats(fp),
         _ => 0,
     };
     let mut record = if plan.no_progress > 0 && repeats >= plan.no_progress {
@@ -193,7 +192,7 @@ fn fetch(cli: &Cli) -> ExitCode {
             && record.kind != Kind::NoProgress
         {
             let failed = matches!(record.kind, Kind::NonRetryable | Kind::InvalidResponse);
-            shared.remember(fp, failed, SystemTime::now());
+            shared.remember(fp, failed);
         }
         let notes = shared.take_notes();
         if verbose {

@@ -14,8 +14,8 @@ use crate::http::{self, Failure, Limits, Reply, Transport};
 use crate::outcome::{Attempt, Kind, Record, Why};
 use crate::ratelimit;
 use crate::redact::Redactor;
-use crate::scope::{self, Admission, BreakerNews, Lesson};
-use crate::shared::{Shared, epoch_millis, epoch_millis_ceil};
+use crate::scope::{self, BreakerNews, Lesson};
+use crate::shared::{Admit, Shared};
 use crate::sink::{DeliverError, Sink};
 use crate::store::Slot;
 
@@ -190,7 +190,7 @@ impl Loop<'_> {
             drop(slot);
             // Publish first, then sleep: other processes of the scope learn
             // of a Retry-After before this one starts waiting on it.
-            self.teach_scope(&attempted, clock, on_event);
+            self.teach_scope(&attempted, on_event);
             let Attempted {
                 judged,
                 server,
@@ -245,20 +245,15 @@ impl Loop<'_> {
         loop {
             let elapsed = clock.now() - run.start;
             let left = self.policy.budget.saturating_sub(elapsed);
-            let now = clock.wall();
             let patience = self.policy.max_wait.map_or(left, |m| m.min(left));
-            let now_ms = epoch_millis(now);
-            let (cause, until) = match shared.admit(now, now + patience) {
-                Admission::CircuitOpen { until, probing } => {
-                    let not_before = Duration::from_millis(until.saturating_sub(now_ms));
+            let (cause, wait) = match shared.admit(patience) {
+                Admit::Go => break,
+                Admit::CircuitOpen { wait, probing } => {
                     let why = Why::Decided(StopWhy::CircuitOpen { probing });
-                    return Err((Kind::CircuitOpen, why, Some(not_before)));
+                    return Err((Kind::CircuitOpen, why, Some(wait)));
                 }
-                Admission::Go { at, .. } if at <= now_ms => break,
-                Admission::Go { at, .. } => (scope::Wait::Rate, at),
-                Admission::Wait { until, cause } => (cause, until),
+                Admit::Wait { wait, cause } => (cause, wait),
             };
-            let wait = Duration::from_millis(until.saturating_sub(now_ms));
             match decision::scope_step(cause, wait, elapsed, self.policy, Draw(draw())) {
                 Next::Stop(stop) => {
                     return Err((stop.kind, Why::Decided(stop.why), stop.not_before));
@@ -297,30 +292,19 @@ impl Loop<'_> {
 
     /// What the scope learns from an attempt: a Retry-After or a used-up
     /// quota closes its gate; failures count towards its breaker.
-    fn teach_scope(
-        &self,
-        attempted: &Attempted,
-        clock: &dyn Clock,
-        on_event: &mut dyn FnMut(Event),
-    ) {
+    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) {
         let Some(shared) = self.shared else {
             return;
         };
-        let now = clock.wall();
-        let now_ms = epoch_millis_ceil(now);
-        let after = |d: Duration| now_ms.saturating_add(scope::millis(d));
         let lesson = Lesson {
             health: scope::health(attempted.observation, &self.policy.retry_on),
-            retry_after_until: attempted
+            retry_after: attempted
                 .server
-                .map(|s| after(delay::honoured(s.delay, self.policy.floor))),
+                .map(|s| delay::honoured(s.delay, self.policy.floor)),
             // Retry-After takes precedence over the quota fields.
-            quota_until: attempted
-                .quota
-                .filter(|_| attempted.server.is_none())
-                .map(after),
+            quota_reset: attempted.quota.filter(|_| attempted.server.is_none()),
         };
-        let news = shared.learn(now, &lesson);
+        let news = shared.learn(&lesson);
         if news != BreakerNews::Unchanged {
             on_event(Event::Breaker(news));
         }

@@ -253,14 +253,15 @@ pub fn health(observation: Observation, retry_on: &[u16]) -> Health {
     }
 }
 
-/// What one attempt taught the scope.
+/// What one attempt taught the scope. Delays are relative: the store adds
+/// them to its own clock, so that machines with skewed clocks still agree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lesson {
     pub health: Health,
-    /// Now plus the server's delay (after the floor), to publish.
-    pub retry_after_until: Option<Millis>,
-    /// Now plus the time until the quota resets, when it is used up.
-    pub quota_until: Option<Millis>,
+    /// The server's delay (after the floor), to publish.
+    pub retry_after: Option<Duration>,
+    /// The time until the quota resets, when it is used up.
+    pub quota_reset: Option<Duration>,
 }
 
 /// The breaker's state after a lesson, for `-v`.
@@ -281,10 +282,12 @@ pub fn learn(
     me: &str,
 ) -> BreakerNews {
     let gate = [
-        (lesson.retry_after_until, GateCause::RetryAfter),
-        (lesson.quota_until, GateCause::QuotaExhausted),
+        (lesson.retry_after, GateCause::RetryAfter),
+        (lesson.quota_reset, GateCause::QuotaExhausted),
     ];
-    for (until, cause) in gate {
+    for (delay, cause) in gate {
+        // One millisecond more than the delay: `now` is rounded down.
+        let until = delay.map(|d| now.saturating_add(millis(d)).saturating_add(1));
         if let Some(until) = until.filter(|&u| u > state.next_allowed_at.unwrap_or(0)) {
             state.next_allowed_at = Some(until);
             state.gate_cause = Some(cause);
@@ -358,8 +361,8 @@ mod tests {
     fn lesson(health: Health) -> Lesson {
         Lesson {
             health,
-            retry_after_until: None,
-            quota_until: None,
+            retry_after: None,
+            quota_reset: None,
         }
     }
 
@@ -375,12 +378,12 @@ mod tests {
             }
         );
         let l = Lesson {
-            retry_after_until: Some(21_000),
+            retry_after: Some(Duration::from_millis(19_999)),
             ..lesson(Health::Limited)
         };
         learn(&mut s, 1000, &l, &p, "a");
         let earlier = Lesson {
-            retry_after_until: Some(5_000),
+            retry_after: Some(Duration::from_millis(2_999)),
             ..lesson(Health::Limited)
         };
         learn(&mut s, 2000, &earlier, &p, "b");
@@ -399,7 +402,7 @@ mod tests {
             }
         );
         let quota = Lesson {
-            quota_until: Some(40_000),
+            quota_reset: Some(Duration::from_millis(9_999)),
             ..lesson(Health::Alive)
         };
         learn(&mut s, 30_000, &quota, &p, "d");

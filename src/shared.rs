@@ -1,13 +1,38 @@
 //! The scope state as a run uses it: the pure rules of `scope` applied to a
 //! [`Store`], with a fast path that only reads when there is nothing shared
-//! to honour. A store that fails is noted and the run goes on without it:
+//! to honour. Times come from the store's clock and reach the loop as
+//! durations. A store that fails is noted and the run goes on without it:
 //! shared state must never stop the traffic it protects.
 
 use std::cell::RefCell;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::scope::{self, Admission, BreakerNews, Lesson, Millis, ScopePolicy, ScopeState};
 use crate::store::{Slot, Store};
+
+/// Wall-clock time in milliseconds, rounded down: compared with a gate, it
+/// never says the gate has opened early.
+pub fn epoch_millis(t: SystemTime) -> Millis {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What the scope says before an attempt, relative to now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    Go,
+    /// Wait this long: for the gate (then ask again), or for a `--rate` slot
+    /// (reserved for this process when it fits the patience given).
+    Wait {
+        wait: Duration,
+        cause: scope::Wait,
+    },
+    /// The breaker is open, or another process is probing it, for this long.
+    CircuitOpen {
+        wait: Duration,
+        probing: bool,
+    },
+}
 
 pub struct Shared {
     store: Box<dyn Store>,
@@ -21,16 +46,8 @@ pub struct Shared {
     notes: RefCell<Vec<String>>,
 }
 
-/// Wall-clock time as shared between processes, rounded down: compared with
-/// a gate, it never says the gate has opened early.
-pub fn epoch_millis(t: SystemTime) -> Millis {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Rounded up: a gate computed from it never opens early.
-pub fn epoch_millis_ceil(t: SystemTime) -> Millis {
-    scope::millis(t.duration_since(UNIX_EPOCH).unwrap_or_default())
+fn after(now: Millis, until: Millis) -> Duration {
+    Duration::from_millis(until.saturating_sub(now))
 }
 
 impl Shared {
@@ -51,10 +68,10 @@ impl Shared {
         }
     }
 
-    fn update(&self, change: &mut dyn FnMut(&mut ScopeState)) -> bool {
+    fn update(&self, change: &mut dyn FnMut(&mut ScopeState, Millis)) -> bool {
         let mut seen = None;
-        let result = self.store.update(&self.name, &mut |state| {
-            change(state);
+        let result = self.store.update(&self.name, &mut |state, now| {
+            change(state, now);
             seen = Some(state.clone());
         });
         if let Some(state) = seen {
@@ -68,52 +85,60 @@ impl Shared {
         result.is_ok()
     }
 
-    /// May this process send now? Reserves a `--rate` slot and claims a
-    /// half-open probe when it says yes.
-    pub fn admit(&self, now: SystemTime, deadline: SystemTime) -> Admission {
-        let now = epoch_millis(now);
-        let state = self.store.read(&self.name);
+    /// May this process send now? `patience` is the longest it could wait
+    /// for a `--rate` slot; a slot within it is reserved, and a half-open
+    /// probe is claimed, as the scope says yes.
+    pub fn admit(&self, patience: Duration) -> Admit {
+        let (state, now) = self.store.read(&self.name);
         let idle = scope::is_idle(&state, now, &self.policy);
         *self.seen.borrow_mut() = state;
-        let go = Admission::Go {
-            at: now,
-            probe: false,
-        };
         if idle {
-            return go;
+            return Admit::Go;
         }
-        let deadline = epoch_millis(deadline);
-        let mut admission = go.clone();
-        if self.update(&mut |state| {
-            admission = scope::admit(state, now, deadline, &self.policy, &self.me);
-        }) {
-            admission
-        } else {
-            go
-        }
+        let mut admit = Admit::Go;
+        self.update(&mut |state, now| {
+            let deadline = now.saturating_add(scope::millis(patience));
+            admit = match scope::admit(state, now, deadline, &self.policy, &self.me) {
+                Admission::Go { at, .. } if at <= now => Admit::Go,
+                Admission::Go { at, .. } => Admit::Wait {
+                    wait: after(now, at),
+                    cause: scope::Wait::Rate,
+                },
+                Admission::Wait { until, cause } => Admit::Wait {
+                    wait: after(now, until),
+                    cause,
+                },
+                Admission::CircuitOpen { until, probing } => Admit::CircuitOpen {
+                    wait: after(now, until),
+                    probing,
+                },
+            };
+        });
+        admit
     }
 
     /// Publishes what an attempt taught (before the process sleeps on it).
-    pub fn learn(&self, now: SystemTime, lesson: &Lesson) -> BreakerNews {
+    pub fn learn(&self, lesson: &Lesson) -> BreakerNews {
         let trivial = {
             let seen = self.seen.borrow();
             lesson.health == scope::Health::Alive
-                && lesson.retry_after_until.is_none()
-                && lesson.quota_until.is_none()
+                && lesson.retry_after.is_none()
+                && lesson.quota_reset.is_none()
                 && seen.next_allowed_at.is_none()
                 && seen.breaker == scope::Breaker::default()
         };
         if trivial {
             return BreakerNews::Unchanged;
         }
-        let now = epoch_millis(now);
         let mut news = BreakerNews::Unchanged;
-        self.update(&mut |state| news = scope::learn(state, now, lesson, &self.policy, &self.me));
+        self.update(&mut |state, now| {
+            news = scope::learn(state, now, lesson, &self.policy, &self.me)
+        });
         news
     }
 
     /// Takes a concurrency slot if `--max-concurrent` is set and one is free;
-    /// `Ok(None)` means "all taken, wait".
+    /// `Some(None)` means "all taken, wait".
     pub fn try_slot(&self) -> Option<Option<Slot>> {
         let limit = self.max_concurrent?;
         match self.store.try_slot(&self.name, limit) {
@@ -137,41 +162,28 @@ impl Shared {
             .as_ref()
             .is_some_and(|p| p.holder == self.me);
         if holds_probe {
-            self.update(&mut |state| scope::release(state, &self.me));
+            self.update(&mut |state, _| scope::release(state, &self.me));
         }
     }
 
     /// How many times in a row this request (by fingerprint) failed recently.
-    pub fn repeats(&self, fingerprint: &str, now: SystemTime) -> u32 {
-        scope::repeats(&self.store.read(&self.name), fingerprint, epoch_millis(now))
+    pub fn repeats(&self, fingerprint: &str) -> u32 {
+        let (state, now) = self.store.read(&self.name);
+        scope::repeats(&state, fingerprint, now)
     }
 
     /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE against the
     /// request, or clears its count.
-    pub fn remember(&self, fingerprint: &str, failed: bool, now: SystemTime) {
-        let now = epoch_millis(now);
-        self.update(&mut |state| scope::remember(state, fingerprint, failed, now));
+    pub fn remember(&self, fingerprint: &str, failed: bool) {
+        self.update(&mut |state, now| scope::remember(state, fingerprint, failed, now));
     }
 
     /// The idempotency key of `task`: kept from an earlier run, else `fresh`,
     /// stored before anything is sent. `None` when the state cannot keep it.
-    pub fn task_key(
-        &self,
-        task: &str,
-        fresh: &str,
-        ttl: std::time::Duration,
-        now: SystemTime,
-    ) -> Option<String> {
-        let now = epoch_millis(now);
+    pub fn task_key(&self, task: &str, fresh: &str, ttl: Duration) -> Option<String> {
         let mut key = None;
-        self.update(&mut |state| key = Some(scope::task_key(state, task, fresh, now, ttl)))
-            .then_some(())?;
+        self.update(&mut |state, now| key = Some(scope::task_key(state, task, fresh, now, ttl)));
         key
-    }
-
-    /// The breaker as last seen, for `-v`.
-    pub fn breaker(&self) -> scope::Breaker {
-        self.seen.borrow().breaker.clone()
     }
 
     pub fn take_notes(&self) -> Vec<String> {

@@ -12,19 +12,28 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::scope::ScopeState;
+use crate::scope::{Millis, ScopeState};
+use crate::shared::epoch_millis;
 
 /// A held concurrency slot; dropping it lets another request of the scope in.
 pub struct Slot {
     _held: Box<dyn Send>,
 }
 
+/// Every time in the scope state comes from the store's own clock (the
+/// `Millis` handed to readers and to `change`), so that all processes sharing
+/// a store agree on it.
 pub trait Store {
-    /// The scope's record as last written (an unreadable one reads as empty).
-    fn read(&self, scope: &str) -> ScopeState;
+    /// The scope's record as last written (an unreadable one reads as empty),
+    /// and the store's time.
+    fn read(&self, scope: &str) -> (ScopeState, Millis);
     /// Applies `change` to the scope's record atomically with respect to
-    /// every other process.
-    fn update(&self, scope: &str, change: &mut dyn FnMut(&mut ScopeState)) -> io::Result<()>;
+    /// every other process, passing the store's time.
+    fn update(
+        &self,
+        scope: &str,
+        change: &mut dyn FnMut(&mut ScopeState, Millis),
+    ) -> io::Result<()>;
     /// Takes one of `limit` concurrency slots of the scope, if one is free.
     fn try_slot(&self, scope: &str, limit: u32) -> io::Result<Option<Slot>>;
     /// Things worth telling a `-v` reader (a corrupted file that was reset).
@@ -129,18 +138,23 @@ fn lock_patiently(file: &File) -> io::Result<()> {
 }
 
 impl Store for FileStore {
-    fn read(&self, scope: &str) -> ScopeState {
-        self.read_file(&Self::with_suffix(&self.base(scope), ".json"))
+    fn read(&self, scope: &str) -> (ScopeState, Millis) {
+        let state = self.read_file(&Self::with_suffix(&self.base(scope), ".json"));
+        (state, epoch_millis(std::time::SystemTime::now()))
     }
 
-    fn update(&self, scope: &str, change: &mut dyn FnMut(&mut ScopeState)) -> io::Result<()> {
+    fn update(
+        &self,
+        scope: &str,
+        change: &mut dyn FnMut(&mut ScopeState, Millis),
+    ) -> io::Result<()> {
         let base = self.base(scope);
         let lock = private_file(&Self::with_suffix(&base, ".lock"))?;
         lock_patiently(&lock)?;
         let path = Self::with_suffix(&base, ".json");
         let mut state = self.read_file(&path);
         let before = state.clone();
-        change(&mut state);
+        change(&mut state, epoch_millis(std::time::SystemTime::now()));
         if state != before {
             // Only the lock holder writes the temporary file, so one name will do.
             let temp = Self::with_suffix(&base, ".json.tmp");
@@ -196,15 +210,15 @@ mod tests {
     fn updates_round_trip_privately() {
         let (store, dir) = store("round");
         store
-            .update("https://api.example.com:443", &mut |s| {
+            .update("https://api.example.com:443", &mut |s, _| {
                 s.next_allowed_at = Some(42)
             })
             .unwrap();
         assert_eq!(
-            store.read("https://api.example.com:443").next_allowed_at,
+            store.read("https://api.example.com:443").0.next_allowed_at,
             Some(42)
         );
-        assert_eq!(store.read("other").next_allowed_at, None);
+        assert_eq!(store.read("other").0.next_allowed_at, None);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -220,7 +234,7 @@ mod tests {
     fn scope_names_never_become_paths() {
         let (store, dir) = store("names");
         store
-            .update("../../etc/passwd", &mut |s| s.rate_tat = Some(1))
+            .update("../../etc/passwd", &mut |s, _| s.rate_tat = Some(1))
             .unwrap();
         let names: Vec<String> = fs::read_dir(&dir)
             .unwrap()
@@ -238,18 +252,18 @@ mod tests {
     fn garbage_reads_as_empty_with_a_note() {
         let (store, _) = store("garbage");
         store
-            .update("s", &mut |s| s.next_allowed_at = Some(1))
+            .update("s", &mut |s, _| s.next_allowed_at = Some(1))
             .unwrap();
         let path = FileStore::with_suffix(&store.base("s"), ".json");
         for garbage in [&b"\x00\xffnot json"[..], b"{\"next_allowed_at\":", b""] {
             fs::write(&path, garbage).unwrap();
-            assert_eq!(store.read("s"), ScopeState::default());
+            assert_eq!(store.read("s").0, ScopeState::default());
             assert_eq!(store.take_notes().len(), 1);
             store
-                .update("s", &mut |s| s.next_allowed_at = Some(7))
+                .update("s", &mut |s, _| s.next_allowed_at = Some(7))
                 .unwrap();
             store.take_notes();
-            assert_eq!(store.read("s").next_allowed_at, Some(7));
+            assert_eq!(store.read("s").0.next_allowed_at, Some(7));
         }
     }
 
