@@ -12,13 +12,13 @@ use crate::cancel::Cancel;
 use crate::cli::{self, Cli, Command};
 use crate::http::Http;
 use crate::outcome::{Kind, Line, Record, Why};
-use crate::plan::{self, OutcomeTo, Plan};
+use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::retry::{Event, Loop, SystemClock};
 use crate::scope;
 use crate::scope::BreakerNews;
 use crate::shared::Shared;
 use crate::sink::Sink;
-use crate::store::FileStore;
+use crate::store::{FileStore, RedisStore, Store};
 
 pub fn main() -> ExitCode {
     let cli = match cli::command()
@@ -99,32 +99,23 @@ fn fetch(cli: &Cli) -> ExitCode {
     };
     // Agent mode speaks only through its one JSON object.
     let verbose = cli.output.verbose && !agent;
-    let mut sink = match &plan.output {
-        Some(path) => match Sink::file(path) {
-            Ok(sink) => sink,
-            Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
-        },
-        None if agent => Sink::capture(plan.max_body),
-        None => Sink::stdout(),
-    };
     let mut audit = match plan.log.as_deref().map(Audit::open).transpose() {
         Ok(audit) => audit,
         Err(e) => return usage(&format!("cannot open --log: {e}"), agent),
     };
-    let shared = plan.state_dir.as_ref().and_then(|dir| match FileStore::open(dir) {
-        Ok(store) => Some(Shared::new(
-            Box::new(store),
-            plan.context.scope.clone(),
-            plan.scope_policy,
-            plan.max_concurrent,
-        )),
-        Err(e) => {
-            if verbose {
-                eprintln!("abide: cannot use the state directory {}: {e}; going on without shared state", dir.display());
-            }
-            None
-        }
-    });
+    let (shared, mut state_failure) = open_shared(&plan);
+    if let (Some(e), true) = (&state_failure, plan.state_required) {
+        let why = Why::Internal(format!(
+            "the shared state is unavailable ({e}) and --state-required is set"
+        ));
+        return finish(
+            &plan,
+            Record::unsent(Kind::InternalError, why),
+            None,
+            &mut audit,
+            agent,
+        );
+    }
     if let (Some(task), Some(shared)) = (&plan.task, &shared) {
         // Kept before anything is sent, so that a crash and a rerun reuse it.
         let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
@@ -138,10 +129,22 @@ fn fetch(cli: &Cli) -> ExitCode {
             }
         }
     }
-    let fingerprint = if plan.no_progress > 0 && shared.is_some() {
-        plan::fingerprint(&plan.request).ok()
-    } else {
-        None
+    let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
+        Ok(http) => http,
+        Err(e) => return usage(&format!("{e:#}"), agent),
+    };
+    // Last of the checks, so that no early return leaves a temporary file.
+    let mut sink = match &plan.output {
+        Some(path) => match Sink::file(path) {
+            Ok(sink) => sink,
+            Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
+        },
+        None if agent => Sink::capture(plan.max_body),
+        None => Sink::stdout(),
+    };
+    let fingerprint = match &shared {
+        Some(_) if plan.no_progress > 0 => plan::fingerprint(&plan.request).ok(),
+        _ => None,
     };
     let repeats = match (&shared, &fingerprint) {
         (Some(shared), Some(fp)) => shared.repeats(fp),
@@ -150,10 +153,6 @@ fn fetch(cli: &Cli) -> ExitCode {
     let mut record = if plan.no_progress > 0 && repeats >= plan.no_progress {
         Record::unsent(Kind::NoProgress, Why::NoProgress { times: repeats })
     } else {
-        let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
-            Ok(http) => http,
-            Err(e) => return usage(&format!("{e:#}"), agent),
-        };
         let mut cancel = Cancel::default();
         if let Err(e) = cancel.on_signals(transport.interrupter())
             && !agent
@@ -194,6 +193,7 @@ fn fetch(cli: &Cli) -> ExitCode {
             let failed = matches!(record.kind, Kind::NonRetryable | Kind::InvalidResponse);
             shared.remember(fp, failed);
         }
+        state_failure = state_failure.or_else(|| shared.failure());
         let notes = shared.take_notes();
         if verbose {
             for note in notes {
@@ -201,10 +201,18 @@ fn fetch(cli: &Cli) -> ExitCode {
             }
         }
     }
+    if let Some(e) = state_failure.filter(|_| !plan.state_required) {
+        if !agent {
+            eprintln!("abide: warning: the shared state is unavailable ({e}); going on without it");
+        }
+        record.notes.push(format!(
+            "State: unavailable ({e}); the run went on without shared limits."
+        ));
+    }
     let captured = match &sink {
         Sink::Capture {
             body, truncated, ..
-        } => Some((body.clone(), *truncated)),
+        } if record.kind == Kind::Succeeded => Some((body.clone(), *truncated)),
         _ => None,
     };
     if record.kind == Kind::Succeeded {
@@ -215,8 +223,50 @@ fn fetch(cli: &Cli) -> ExitCode {
     } else {
         sink.discard();
     }
+    finish(&plan, record, captured, &mut audit, agent)
+}
+
+/// Opens the scope state the plan asks for. A store that cannot be opened is
+/// reported (second value) and the run goes on without it, unless required.
+fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
+    let store: std::io::Result<Box<dyn Store>> = match &plan.state {
+        None => return (None, None),
+        Some(Backend::Files(dir)) => FileStore::open(dir).map(|s| Box::new(s) as Box<dyn Store>),
+        Some(Backend::Redis(url)) => {
+            // Short, and never more than a fraction of the budget.
+            let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
+            RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store>)
+        }
+    };
+    match store {
+        Ok(store) => {
+            let shared = Shared::new(
+                store,
+                plan.context.scope.clone(),
+                plan.scope_policy,
+                plan.max_concurrent,
+                plan.state_required,
+            );
+            (Some(shared), None)
+        }
+        Err(e) => (None, Some(plan.redactor.text(&e.to_string()))),
+    }
+}
+
+/// The longest a state store may take to connect or answer.
+const STATE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Writes the outcome where it goes (the agent object, or the outcome line)
+/// and to the audit log, and turns it into the exit code.
+fn finish(
+    plan: &Plan,
+    record: Record,
+    captured: Option<(Vec<u8>, bool)>,
+    audit: &mut Option<Audit>,
+    agent: bool,
+) -> ExitCode {
     let line = Line::new(&plan.context, &record);
-    if let Some(audit) = &mut audit {
+    if let Some(audit) = audit {
         audit.event(
             "outcome",
             serde_json::to_value(&line).expect("serializable"),
@@ -228,10 +278,8 @@ fn fetch(cli: &Cli) -> ExitCode {
         }
     }
     if agent {
-        let (bytes, truncated) = match captured {
-            Some(kept) if record.kind == Kind::Succeeded => kept,
-            _ => (record.failed_body.clone(), record.failed_body_truncated),
-        };
+        let (bytes, truncated) =
+            captured.unwrap_or_else(|| (record.failed_body.clone(), record.failed_body_truncated));
         let object = AgentObject {
             line: &line,
             body: crate::agent::body(&bytes, truncated, &plan.redactor),
@@ -240,7 +288,7 @@ fn fetch(cli: &Cli) -> ExitCode {
         };
         println!("{}", serde_json::to_string(&object).expect("serializable"));
     } else {
-        write_outcome(&plan, &line);
+        write_outcome(plan, &line);
     }
     ExitCode::from(record.kind.exit_code())
 }

@@ -195,8 +195,19 @@ pub struct ScopeArgs {
     pub state_dir: Option<PathBuf>,
 
     /// Keep and read no shared state at all.
-    #[arg(long = "no-state", env = "ABIDE_NO_STATE")]
+    #[arg(long = "no-state", env = "ABIDE_NO_STATE", conflicts_with = "state")]
     pub no_state: bool,
+
+    /// Share scope state through Redis instead of local files, so that many
+    /// machines share one gate, pace, limit and breaker:
+    /// redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS.
+    #[arg(long, value_name = "URL", env = "ABIDE_STATE")]
+    pub state: Option<String>,
+
+    /// Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state
+    /// when the state store cannot be used.
+    #[arg(long = "state-required", env = "ABIDE_STATE_REQUIRED")]
+    pub state_required: bool,
 
     /// Client-side pacing shared by every process of the scope, N/UNIT
     /// (5/s, 100/m, 1000/h): no burst beyond it even when many start at once.

@@ -131,6 +131,8 @@ pub struct Record {
     /// The kept start of the last answer's body when it was not delivered.
     pub failed_body: Vec<u8>,
     pub failed_body_truncated: bool,
+    /// Sentences added to the reason (say, shared state that was unavailable).
+    pub notes: Vec<String>,
 }
 
 impl Record {
@@ -148,6 +150,7 @@ impl Record {
             headers: Vec::new(),
             failed_body: Vec::new(),
             failed_body_truncated: false,
+            notes: Vec::new(),
         }
     }
 }
@@ -404,6 +407,10 @@ impl Words<'_> {
                 ),
             },
         };
+        for note in &self.record.notes {
+            reason.push(' ');
+            reason.push_str(note);
+        }
         if !self.record.ignored_delays.is_empty() {
             reason.push_str(&format!(
                 " Ignored invalid {}.",
@@ -507,6 +514,7 @@ mod tests {
             headers: vec![],
             failed_body: vec![],
             failed_body_truncated: false,
+            notes: vec![],
         }
     }
 

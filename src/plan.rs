@@ -17,6 +17,13 @@ use crate::scope::ScopePolicy;
 use crate::store::FileStore;
 use crate::target::Target;
 
+/// Where scope state is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    Files(PathBuf),
+    Redis(String),
+}
+
 /// Where the outcome line goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutcomeTo {
@@ -39,7 +46,8 @@ pub struct Plan {
     pub context: Context,
     pub redactor: Redactor,
     /// Where the scope state lives; `None` with `--no-state`.
-    pub state_dir: Option<PathBuf>,
+    pub state: Option<Backend>,
+    pub state_required: bool,
     pub scope_policy: ScopePolicy,
     pub max_concurrent: Option<u32>,
     pub agent: bool,
@@ -232,10 +240,23 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if a.task.is_some() && cli.policy.idempotency_key.as_deref() != Some("auto") {
         return Err("--task keeps a generated key: use it with --idempotency-key auto".into());
     }
-    let state_dir = if sc.no_state {
-        None
-    } else {
-        sc.state_dir.clone().or_else(FileStore::default_dir)
+    let state = match &sc.state {
+        _ if sc.no_state => None,
+        Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
+            if let Some((userinfo, _)) = url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.split_once('@'))
+            {
+                redactor.add(userinfo.rsplit(':').next().unwrap_or(userinfo));
+            }
+            Some(Backend::Redis(url.clone()))
+        }
+        Some(_) => return Err("--state takes a redis:// or rediss:// URL".into()),
+        None => sc
+            .state_dir
+            .clone()
+            .or_else(FileStore::default_dir)
+            .map(Backend::Files),
     };
     let scope_policy = ScopePolicy {
         rate_interval: sc.rate.map(|r| r.interval),
@@ -270,7 +291,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         output: cli.output.output.clone(),
         outcome_to,
         redactor,
-        state_dir,
+        state,
+        state_required: sc.state_required,
         scope_policy,
         max_concurrent: sc.max_concurrent,
         agent: a.agent,
@@ -395,6 +417,18 @@ mod tests {
     }
 
     #[test]
+    fn a_redis_password_is_a_secret() {
+        let p = plan_of(&["--state", "redis://ops:hunter22@10.0.0.5:6379/2", "h"]).unwrap();
+        assert_eq!(
+            p.state,
+            Some(Backend::Redis(
+                "redis://ops:hunter22@10.0.0.5:6379/2".into()
+            ))
+        );
+        assert_eq!(p.redactor.text("auth hunter22 failed"), "auth *** failed");
+    }
+
+    #[test]
     fn stdin_is_read_once() {
         let p = plan_with_stdin(&["--data-binary", "@-", "h"], b"\x00line\r\n").unwrap();
         assert_eq!(p.request.body, Body::Bytes(b"\x00line\r\n".to_vec()));
@@ -510,6 +544,8 @@ mod tests {
             ],
             &["--require", "data", "h"],
             &["--max-body", "lots", "h"],
+            &["--state", "memcached://h", "h"],
+            &["--state", "redis://h", "--no-state", "h"],
             &[],
         ] {
             assert!(plan_of(args).is_err(), "{args:?}");

@@ -253,6 +253,12 @@ impl Loop<'_> {
                     return Err((Kind::CircuitOpen, why, Some(wait)));
                 }
                 Admit::Wait { wait, cause } => (cause, wait),
+                Admit::Unavailable(e) => {
+                    let why = Why::Internal(format!(
+                        "the shared state is unavailable ({e}) and --state-required is set"
+                    ));
+                    return Err((Kind::InternalError, why, None));
+                }
             };
             match decision::scope_step(cause, wait, elapsed, self.policy, Draw(draw())) {
                 Next::Stop(stop) => {
@@ -274,12 +280,15 @@ impl Loop<'_> {
         }
         let mut pause = Duration::from_millis(1);
         loop {
-            match shared.try_slot() {
+            // The slot is held for the attempt; if this process dies, its
+            // lease ends a second after the attempt would have.
+            let left = self.policy.budget.saturating_sub(clock.now() - run.start);
+            let lease = self.max_time.min(left) + Duration::from_secs(1);
+            match shared.try_slot(lease) {
                 None => return Ok(None),
                 Some(Some(slot)) => return Ok(Some(slot)),
                 Some(None) => {}
             }
-            let left = self.policy.budget.saturating_sub(clock.now() - run.start);
             if left <= pause {
                 let why = StopWhy::WaitOverBudget { wait: pause, left };
                 return Err((Kind::BudgetExhausted, Why::Decided(why), None));
@@ -520,6 +529,7 @@ impl Run {
             headers: self.headers,
             failed_body: self.failed_body,
             failed_body_truncated: self.failed_body_truncated,
+            notes: Vec::new(),
         }
     }
 }

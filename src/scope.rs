@@ -222,6 +222,30 @@ pub fn admit(
     Admission::Go { at, probe }
 }
 
+/// How long a backend with expiring keys must keep this record: until the
+/// last time it mentions, plus ten idle minutes (so a breaker's count of
+/// recent failures survives a pause), after which an idle scope vanishes.
+pub fn keep_for(state: &ScopeState, now: Millis) -> Duration {
+    const IDLE: Duration = Duration::from_secs(600);
+    let latest = [
+        state.next_allowed_at,
+        state.rate_tat,
+        state.breaker.open_until,
+        state.breaker.probe.as_ref().map(|p| p.expires),
+        state
+            .repeats
+            .iter()
+            .map(|r| r.last + millis(REPEAT_WINDOW))
+            .max(),
+        state.tasks.iter().map(|t| t.expires).max(),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(now);
+    Duration::from_millis(latest.saturating_sub(now)) + IDLE
+}
+
 /// Whether a request is worth reading the state for at all: the fast path of
 /// a run with nothing shared to honour.
 pub fn is_idle(state: &ScopeState, now: Millis, policy: &ScopePolicy) -> bool {
@@ -611,6 +635,17 @@ mod tests {
             task_key(&mut s, "t1", "key-4", millis(day) + 1, day),
             "key-4"
         );
+    }
+
+    #[test]
+    fn records_are_kept_as_long_as_they_matter() {
+        let idle = Duration::from_secs(600);
+        let mut s = ScopeState::default();
+        assert_eq!(keep_for(&s, 1000), idle);
+        s.next_allowed_at = Some(31_000);
+        assert_eq!(keep_for(&s, 1000), idle + Duration::from_secs(30));
+        task_key(&mut s, "t", "k", 1000, Duration::from_secs(86_400));
+        assert_eq!(keep_for(&s, 1000), idle + Duration::from_secs(86_400));
     }
 
     #[test]

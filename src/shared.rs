@@ -18,7 +18,7 @@ pub fn epoch_millis(t: SystemTime) -> Millis {
 }
 
 /// What the scope says before an attempt, relative to now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admit {
     Go,
     /// Wait this long: for the gate (then ask again), or for a `--rate` slot
@@ -32,6 +32,8 @@ pub enum Admit {
         wait: Duration,
         probing: bool,
     },
+    /// The store failed and `--state-required` forbids going on without it.
+    Unavailable(String),
 }
 
 pub struct Shared {
@@ -44,6 +46,10 @@ pub struct Shared {
     /// The record as last seen, to skip writes that would change nothing.
     seen: RefCell<ScopeState>,
     notes: RefCell<Vec<String>>,
+    /// `--state-required`: a store failure ends the run instead of being skipped.
+    required: bool,
+    /// The first store failure of the run.
+    failure: RefCell<Option<String>>,
 }
 
 fn after(now: Millis, until: Millis) -> Duration {
@@ -56,6 +62,7 @@ impl Shared {
         name: String,
         policy: ScopePolicy,
         max_concurrent: Option<u32>,
+        required: bool,
     ) -> Shared {
         Shared {
             store,
@@ -65,6 +72,30 @@ impl Shared {
             me: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
             seen: RefCell::default(),
             notes: RefCell::default(),
+            required,
+            failure: RefCell::default(),
+        }
+    }
+
+    fn failed(&self, e: &std::io::Error) {
+        self.failure
+            .borrow_mut()
+            .get_or_insert_with(|| e.to_string());
+        self.notes
+            .borrow_mut()
+            .push(format!("scope state unavailable, going on without it: {e}"));
+    }
+
+    /// The first store failure of the run, if any.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.borrow().clone()
+    }
+
+    /// What to do when the store failed: go on, or stop if it is required.
+    fn unavailable(&self) -> Admit {
+        match (self.required, self.failure()) {
+            (true, Some(e)) => Admit::Unavailable(e),
+            _ => Admit::Go,
         }
     }
 
@@ -78,9 +109,7 @@ impl Shared {
             *self.seen.borrow_mut() = state;
         }
         if let Err(e) = &result {
-            self.notes
-                .borrow_mut()
-                .push(format!("scope state unavailable, going on without it: {e}"));
+            self.failed(e);
         }
         result.is_ok()
     }
@@ -89,14 +118,20 @@ impl Shared {
     /// for a `--rate` slot; a slot within it is reserved, and a half-open
     /// probe is claimed, as the scope says yes.
     pub fn admit(&self, patience: Duration) -> Admit {
-        let (state, now) = self.store.read(&self.name);
+        let (state, now) = match self.store.read(&self.name) {
+            Ok(read) => read,
+            Err(e) => {
+                self.failed(&e);
+                return self.unavailable();
+            }
+        };
         let idle = scope::is_idle(&state, now, &self.policy);
         *self.seen.borrow_mut() = state;
         if idle {
             return Admit::Go;
         }
         let mut admit = Admit::Go;
-        self.update(&mut |state, now| {
+        let updated = self.update(&mut |state, now| {
             let deadline = now.saturating_add(scope::millis(patience));
             admit = match scope::admit(state, now, deadline, &self.policy, &self.me) {
                 Admission::Go { at, .. } if at <= now => Admit::Go,
@@ -114,7 +149,7 @@ impl Shared {
                 },
             };
         });
-        admit
+        if updated { admit } else { self.unavailable() }
     }
 
     /// Publishes what an attempt taught (before the process sleeps on it).
@@ -137,11 +172,11 @@ impl Shared {
         news
     }
 
-    /// Takes a concurrency slot if `--max-concurrent` is set and one is free;
-    /// `Some(None)` means "all taken, wait".
-    pub fn try_slot(&self) -> Option<Option<Slot>> {
+    /// Takes a concurrency slot for at most `lease` if `--max-concurrent` is
+    /// set and one is free; `Some(None)` means "all taken, wait".
+    pub fn try_slot(&self, lease: Duration) -> Option<Option<Slot>> {
         let limit = self.max_concurrent?;
-        match self.store.try_slot(&self.name, limit) {
+        match self.store.try_slot(&self.name, limit, lease) {
             Ok(slot) => Some(slot),
             Err(e) => {
                 self.notes.borrow_mut().push(format!(
@@ -168,8 +203,13 @@ impl Shared {
 
     /// How many times in a row this request (by fingerprint) failed recently.
     pub fn repeats(&self, fingerprint: &str) -> u32 {
-        let (state, now) = self.store.read(&self.name);
-        scope::repeats(&state, fingerprint, now)
+        match self.store.read(&self.name) {
+            Ok((state, now)) => scope::repeats(&state, fingerprint, now),
+            Err(e) => {
+                self.failed(&e);
+                0
+            }
+        }
     }
 
     /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE against the

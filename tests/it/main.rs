@@ -4,6 +4,7 @@
 mod agent;
 mod demo;
 mod fetch;
+mod fleet;
 mod lab;
 mod scope;
 mod util;

@@ -1,8 +1,9 @@
 //! Shared scope state: several real `abide` processes against one lab, on
 //! one temporary state directory, judged by the lab's timeline.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
+
+use crate::util::Backend;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use abide::lab::Step;
@@ -11,11 +12,37 @@ use crate::util::*;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
-fn with_state(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = abide(args);
-    cmd.arg("--state-dir").arg(dir);
-    cmd
+/// Runs each scenario on both backends: `files::name` and `redis::name`
+/// (the latter skipped, saying why, when there is no Redis).
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod files {
+            $(#[test]
+            fn $name() {
+                super::$name(&crate::util::Backend::files(concat!("files-", stringify!($name))));
+            })*
+        }
+        mod redis {
+            $(#[test]
+            fn $name() {
+                if let Some(backend) = crate::util::Backend::redis() {
+                    super::$name(&backend);
+                }
+            })*
+        }
+    };
 }
+
+on_both_backends!(
+    a_second_process_honours_the_first_ones_retry_after,
+    a_gate_beyond_the_budget_answers_at_once_without_sending,
+    a_herd_released_together_stays_out_of_the_window_and_spreads,
+    rate_limit_headers_pace_the_next_run,
+    rate_holds_for_ten_processes_started_at_once,
+    max_concurrent_is_never_exceeded,
+    the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes,
+    a_named_scope_groups_different_urls,
+);
 
 fn spawn(mut cmd: Command) -> Child {
     cmd.stdin(Stdio::null())
@@ -39,16 +66,14 @@ fn wait_all(children: Vec<Child>) -> Vec<Run> {
         .collect()
 }
 
-#[test]
-fn a_second_process_honours_the_first_ones_retry_after() {
-    let dir = temp_dir("gate");
+fn a_second_process_honours_the_first_ones_retry_after(b: &Backend) {
     let lab = scripted(vec![
         Step::new(429).header("Retry-After", "2"),
         Step::new(200),
     ]);
-    let first = finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"");
+    let first = finish(b.abide(&["--attempts", "1", &lab.url()]), b"");
     assert_eq!(first.code, 4, "{}", first.stderr);
-    let second = finish(with_state(&dir, &["-v", &lab.url()]), b"");
+    let second = finish(b.abide(&["-v", &lab.url()]), b"");
     assert_eq!(second.code, 0, "{}", second.stderr);
     let records = lab.records();
     assert_eq!(records.len(), 2);
@@ -66,18 +91,16 @@ fn a_second_process_honours_the_first_ones_retry_after() {
     assert!(second.outcome()["waited_ms"].as_u64().unwrap() >= 1900);
 }
 
-#[test]
-fn a_gate_beyond_the_budget_answers_at_once_without_sending() {
-    let dir = temp_dir("gate-budget");
+fn a_gate_beyond_the_budget_answers_at_once_without_sending(b: &Backend) {
     let lab = scripted(vec![
         Step::new(429).header("Retry-After", "30"),
         Step::new(200),
     ]);
     assert_eq!(
-        finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"").code,
+        finish(b.abide(&["--attempts", "1", &lab.url()]), b"").code,
         4
     );
-    let run = finish(with_state(&dir, &["--max-wait", "5s", &lab.url()]), b"");
+    let run = finish(b.abide(&["--max-wait", "5s", &lab.url()]), b"");
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert_eq!(lab.records().len(), 1, "nothing sent");
     let o = run.outcome();
@@ -87,20 +110,16 @@ fn a_gate_beyond_the_budget_answers_at_once_without_sending() {
     assert!(o["reason"].as_str().unwrap().contains("Retry-After"), "{o}");
 }
 
-#[test]
-fn a_herd_released_together_stays_out_of_the_window_and_spreads() {
-    let dir = temp_dir("herd");
+fn a_herd_released_together_stays_out_of_the_window_and_spreads(b: &Backend) {
     let lab = scripted(vec![
         Step::new(429).header("Retry-After", "1"),
         Step::new(200),
     ]);
     assert_eq!(
-        finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"").code,
+        finish(b.abide(&["--attempts", "1", &lab.url()]), b"").code,
         4
     );
-    let herd: Vec<Child> = (0..20)
-        .map(|_| spawn(with_state(&dir, &[&lab.url()])))
-        .collect();
+    let herd: Vec<Child> = (0..20).map(|_| spawn(b.abide(&[&lab.url()]))).collect();
     let runs = wait_all(herd);
     assert!(
         runs.iter().all(|r| r.code == 0),
@@ -120,20 +139,19 @@ fn a_herd_released_together_stays_out_of_the_window_and_spreads() {
     assert!(latest - earliest >= MS(20), "no spread: {arrivals:?}");
 }
 
-fn holds_the_next_run(headers: Vec<(&'static str, String)>, at_least: Duration) {
-    let dir = temp_dir(&format!("pacing-{}", headers[0].0));
+fn holds_the_next_run(b: &Backend, headers: Vec<(&'static str, String)>, at_least: Duration) {
     let mut step = Step::new(200);
     for (name, value) in &headers {
         step = step.header(*name, value.as_str());
     }
     let lab = scripted(vec![step, Step::new(200)]);
-    let first = finish(with_state(&dir, &[&lab.url()]), b"");
+    let first = finish(b.abide(&[&lab.url()]), b"");
     assert_eq!(
         first.code, 0,
         "a success that says the quota is used up: {}",
         first.stderr
     );
-    assert_eq!(finish(with_state(&dir, &[&lab.url()]), b"").code, 0);
+    assert_eq!(finish(b.abide(&[&lab.url()]), b"").code, 0);
     let gap = gaps(&lab.records())[0];
     assert!(
         gap >= at_least,
@@ -141,8 +159,7 @@ fn holds_the_next_run(headers: Vec<(&'static str, String)>, at_least: Duration) 
     );
 }
 
-#[test]
-fn rate_limit_headers_pace_the_next_run() {
+fn rate_limit_headers_pace_the_next_run(b: &Backend) {
     let reset_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -168,24 +185,18 @@ fn rate_limit_headers_pace_the_next_run() {
             Duration::from_millis(900),
         ),
     ];
-    let threads: Vec<_> = styles
-        .into_iter()
-        .map(|(headers, at_least)| {
-            std::thread::spawn(move || holds_the_next_run(headers, at_least))
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    std::thread::scope(|threads| {
+        for (headers, at_least) in styles {
+            threads.spawn(move || holds_the_next_run(b, headers, at_least));
+        }
+    });
 }
 
-#[test]
-fn rate_holds_for_ten_processes_started_at_once() {
-    let dir = temp_dir("rate");
+fn rate_holds_for_ten_processes_started_at_once(b: &Backend) {
     let lab = scripted(vec![Step::new(200)]);
     let runs = wait_all(
         (0..10)
-            .map(|_| spawn(with_state(&dir, &["--rate", "5/s", &lab.url()])))
+            .map(|_| spawn(b.abide(&["--rate", "5/s", &lab.url()])))
             .collect(),
     );
     assert!(runs.iter().all(|r| r.code == 0));
@@ -201,13 +212,11 @@ fn rate_holds_for_ten_processes_started_at_once() {
     }
 }
 
-#[test]
-fn max_concurrent_is_never_exceeded() {
-    let dir = temp_dir("concurrent");
+fn max_concurrent_is_never_exceeded(b: &Backend) {
     let lab = scripted(vec![Step::new(200).delay(MS(200))]);
     let runs = wait_all(
         (0..6)
-            .map(|_| spawn(with_state(&dir, &["--max-concurrent", "2", &lab.url()])))
+            .map(|_| spawn(b.abide(&["--max-concurrent", "2", &lab.url()])))
             .collect(),
     );
     assert!(
@@ -219,9 +228,7 @@ fn max_concurrent_is_never_exceeded() {
     assert_eq!(lab.max_in_flight(), 2);
 }
 
-#[test]
-fn the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes() {
-    let dir = temp_dir("breaker");
+fn the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes(b: &Backend) {
     let lab = scripted(vec![
         Step::new(503),
         Step::new(503),
@@ -244,7 +251,7 @@ fn the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes() {
         let mut all: Vec<&str> = args.to_vec();
         all.extend_from_slice(extra);
         all.push(&url);
-        with_state(&dir, &all)
+        b.abide(&all)
     };
     // Its own failures reach the threshold: the run ends CIRCUIT_OPEN.
     let first = finish(with(&[]), b"");
@@ -278,22 +285,25 @@ fn the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes() {
 
 #[test]
 fn a_garbage_state_file_is_survived() {
-    let dir = temp_dir("garbage");
+    let b = Backend::files("garbage");
+    let Backend::Files(dir) = &b else {
+        unreachable!()
+    };
     let lab = scripted(vec![
         Step::new(429).header("Retry-After", "30"),
         Step::new(200),
     ]);
     assert_eq!(
-        finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"").code,
+        finish(b.abide(&["--attempts", "1", &lab.url()]), b"").code,
         4
     );
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "json") {
             std::fs::write(&path, b"\x00{{garbage").unwrap();
         }
     }
-    let run = finish(with_state(&dir, &["-v", &lab.url()]), b"");
+    let run = finish(b.abide(&["-v", &lab.url()]), b"");
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stderr.contains("treating it as empty"),
@@ -309,10 +319,9 @@ fn no_state_writes_nothing() {
         Step::new(429).header("retry-after-ms", "1"),
         Step::new(200),
     ]);
-    let run = finish(
-        with_state(&dir, &["--no-state", "--floor", "0", &lab.url()]),
-        b"",
-    );
+    let mut cmd = abide(&["--no-state", "--floor", "0", &lab.url()]);
+    cmd.arg("--state-dir").arg(&dir);
+    let run = finish(cmd, b"");
     assert_eq!(run.code, 0);
     assert!(!dir.exists());
     let mut cmd = abide(&["--floor", "0", &lab.url()]);
@@ -322,29 +331,30 @@ fn no_state_writes_nothing() {
     assert!(!dir.exists());
 }
 
-#[test]
-fn a_named_scope_groups_different_urls() {
-    let dir = temp_dir("named");
-    let a = scripted(vec![Step::new(429).header("Retry-After", "30")]);
-    let b = scripted(vec![Step::new(200)]);
+fn a_named_scope_groups_different_urls(b: &Backend) {
+    // Unique per run, so that a long-lived test Redis holds nothing from before.
+    let name = format!("acme:token-{}-{}", std::process::id(), rand_suffix());
+    let closed = scripted(vec![Step::new(429).header("Retry-After", "30")]);
+    let open = scripted(vec![Step::new(200)]);
     let first = finish(
-        with_state(
-            &dir,
-            &["--scope", "acme:token-1", "--attempts", "1", &a.url()],
-        ),
+        b.abide(&["--scope", &name, "--attempts", "1", &closed.url()]),
         b"",
     );
-    assert_eq!(first.outcome()["scope"], "acme:token-1");
+    assert_eq!(first.outcome()["scope"], name.as_str());
     let other = finish(
-        with_state(
-            &dir,
-            &["--scope", "acme:token-1", "--max-wait", "2s", &b.url()],
-        ),
+        b.abide(&["--scope", &name, "--max-wait", "2s", &open.url()]),
         b"",
     );
     assert_eq!(other.code, 5, "the same scope is closed: {}", other.stderr);
-    assert_eq!(b.records().len(), 0);
-    let own = finish(with_state(&dir, &[&b.url()]), b"");
+    assert_eq!(open.records().len(), 0);
+    let own = finish(b.abide(&[&open.url()]), b"");
     assert_eq!(own.code, 0, "another scope is open");
-    assert_eq!(own.outcome()["scope"], b.url());
+    assert_eq!(own.outcome()["scope"], open.url());
+}
+
+fn rand_suffix() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
 }

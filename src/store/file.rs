@@ -1,8 +1,6 @@
-//! Where scope state lives: behind [`Store`], a read-modify-write of one
-//! scope's record, so that another backend can replace the files without
-//! touching the policy code. [`FileStore`] keeps one small JSON file per
-//! scope, updated under an OS file lock (released by the kernel when a
-//! process dies) and replaced atomically by rename.
+//! The file backend: one small JSON file per scope, updated under an OS file
+//! lock (released by the kernel when a process dies) and replaced atomically
+//! by rename. Concurrency slots are lock files, freed by the kernel too.
 
 use std::cell::RefCell;
 use std::fs::{self, File, OpenOptions};
@@ -10,35 +8,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
+use super::{Slot, Store, scope_hash};
 use crate::scope::{Millis, ScopeState};
 use crate::shared::epoch_millis;
-
-/// A held concurrency slot; dropping it lets another request of the scope in.
-pub struct Slot {
-    _held: Box<dyn Send>,
-}
-
-/// Every time in the scope state comes from the store's own clock (the
-/// `Millis` handed to readers and to `change`), so that all processes sharing
-/// a store agree on it.
-pub trait Store {
-    /// The scope's record as last written (an unreadable one reads as empty),
-    /// and the store's time.
-    fn read(&self, scope: &str) -> (ScopeState, Millis);
-    /// Applies `change` to the scope's record atomically with respect to
-    /// every other process, passing the store's time.
-    fn update(
-        &self,
-        scope: &str,
-        change: &mut dyn FnMut(&mut ScopeState, Millis),
-    ) -> io::Result<()>;
-    /// Takes one of `limit` concurrency slots of the scope, if one is free.
-    fn try_slot(&self, scope: &str, limit: u32) -> io::Result<Option<Slot>>;
-    /// Things worth telling a `-v` reader (a corrupted file that was reset).
-    fn take_notes(&self) -> Vec<String>;
-}
 
 /// Longest wait for another process's read-modify-write (they take
 /// microseconds; only a stopped process holds the lock this long).
@@ -74,9 +46,7 @@ impl FileStore {
 
     /// Scope names are hashed into file names, never used as paths.
     fn base(&self, scope: &str) -> PathBuf {
-        let digest = Sha256::digest(scope.as_bytes());
-        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-        self.dir.join(format!("scope-{hex}"))
+        self.dir.join(format!("scope-{}", scope_hash(scope)))
     }
 
     fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
@@ -138,9 +108,9 @@ fn lock_patiently(file: &File) -> io::Result<()> {
 }
 
 impl Store for FileStore {
-    fn read(&self, scope: &str) -> (ScopeState, Millis) {
+    fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
         let state = self.read_file(&Self::with_suffix(&self.base(scope), ".json"));
-        (state, epoch_millis(std::time::SystemTime::now()))
+        Ok((state, epoch_millis(std::time::SystemTime::now())))
     }
 
     fn update(
@@ -168,7 +138,8 @@ impl Store for FileStore {
         Ok(())
     }
 
-    fn try_slot(&self, scope: &str, limit: u32) -> io::Result<Option<Slot>> {
+    /// The kernel frees a lock file when its holder dies: no lease needed.
+    fn try_slot(&self, scope: &str, limit: u32, _lease: Duration) -> io::Result<Option<Slot>> {
         let base = self.base(scope);
         // Start at a random slot so that waiting processes spread over them.
         let first = rand::random::<u32>() % limit.max(1);
@@ -215,10 +186,14 @@ mod tests {
             })
             .unwrap();
         assert_eq!(
-            store.read("https://api.example.com:443").0.next_allowed_at,
+            store
+                .read("https://api.example.com:443")
+                .unwrap()
+                .0
+                .next_allowed_at,
             Some(42)
         );
-        assert_eq!(store.read("other").0.next_allowed_at, None);
+        assert_eq!(store.read("other").unwrap().0.next_allowed_at, None);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -257,24 +232,40 @@ mod tests {
         let path = FileStore::with_suffix(&store.base("s"), ".json");
         for garbage in [&b"\x00\xffnot json"[..], b"{\"next_allowed_at\":", b""] {
             fs::write(&path, garbage).unwrap();
-            assert_eq!(store.read("s").0, ScopeState::default());
+            assert_eq!(store.read("s").unwrap().0, ScopeState::default());
             assert_eq!(store.take_notes().len(), 1);
             store
                 .update("s", &mut |s, _| s.next_allowed_at = Some(7))
                 .unwrap();
             store.take_notes();
-            assert_eq!(store.read("s").0.next_allowed_at, Some(7));
+            assert_eq!(store.read("s").unwrap().0.next_allowed_at, Some(7));
         }
     }
 
     #[test]
     fn slots_are_exclusive_and_freed_on_drop() {
         let (store, _) = store("slots");
-        let a = store.try_slot("s", 2).unwrap().expect("first slot");
-        let b = store.try_slot("s", 2).unwrap().expect("second slot");
-        assert!(store.try_slot("s", 2).unwrap().is_none());
+        let a = store
+            .try_slot("s", 2, Duration::from_secs(1))
+            .unwrap()
+            .expect("first slot");
+        let b = store
+            .try_slot("s", 2, Duration::from_secs(1))
+            .unwrap()
+            .expect("second slot");
+        assert!(
+            store
+                .try_slot("s", 2, Duration::from_secs(1))
+                .unwrap()
+                .is_none()
+        );
         drop(a);
-        assert!(store.try_slot("s", 2).unwrap().is_some());
+        assert!(
+            store
+                .try_slot("s", 2, Duration::from_secs(1))
+                .unwrap()
+                .is_some()
+        );
         drop(b);
     }
 }

@@ -1,0 +1,204 @@
+//! The Redis backend, for fleets: every machine behind one API key shares one
+//! gate, pace, limit and breaker. Each read-modify-write is one optimistic
+//! transaction on the server (WATCH, read the record and the server's `TIME`,
+//! apply the same pure rules as the file backend, MULTI/SET/EXEC, again on a
+//! conflict), so the policy lives in one place and every time in the record
+//! comes from the Redis clock: machines with skewed clocks still agree.
+//! Concurrency slots are leases in a sorted set (holders scored by deadline,
+//! cleaned on every acquire, by a Lua script), so a process that dies frees
+//! its slot when the lease ends. Every key expires when the scope goes idle.
+//! Keys are `abide:v1:{<scope hash>}:…`: the hash tag keeps one scope on one
+//! Cluster slot, and no key or value holds a secret.
+
+use std::cell::RefCell;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::{Connection, RedisError, Script};
+
+use super::{Slot, Store, scope_hash};
+use crate::scope::{self, Millis, ScopeState};
+
+/// A transaction that keeps losing to other processes gives up after this
+/// many tries (each takes a few loopback round trips).
+const MAX_TRIES: u32 = 64;
+
+const ACQUIRE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) + 60000 then
+    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 60000)
+  end
+  return 1
+end
+return 0
+";
+
+pub struct RedisStore {
+    con: Arc<Mutex<Connection>>,
+    acquire: Script,
+    notes: RefCell<Vec<String>>,
+}
+
+fn io_error(e: RedisError) -> io::Error {
+    let kind = if e.is_timeout() {
+        io::ErrorKind::TimedOut
+    } else {
+        io::ErrorKind::Other
+    };
+    io::Error::new(kind, format!("redis: {e}"))
+}
+
+fn key(scope: &str, part: &str) -> String {
+    format!("abide:v1:{{{}}}:{part}", scope_hash(scope))
+}
+
+/// The server's clock, from `TIME` (seconds and microseconds).
+fn server_millis((secs, micros): (u64, u64)) -> Millis {
+    secs.saturating_mul(1000).saturating_add(micros / 1000)
+}
+
+impl RedisStore {
+    /// Connects with short timeouts: a Redis that is down or slow must cost a
+    /// run a bounded delay, never a hang. The URL is never shown in errors
+    /// (it may hold a password).
+    pub fn connect(url: &str, timeout: Duration) -> io::Result<RedisStore> {
+        let client = redis::Client::open(url).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("bad --state URL ({:?})", e.kind()),
+            )
+        })?;
+        let con = client
+            .get_connection_with_timeout(timeout)
+            .map_err(io_error)?;
+        con.set_read_timeout(Some(timeout)).map_err(io_error)?;
+        con.set_write_timeout(Some(timeout)).map_err(io_error)?;
+        Ok(RedisStore {
+            con: Arc::new(Mutex::new(con)),
+            acquire: Script::new(ACQUIRE),
+            notes: RefCell::default(),
+        })
+    }
+
+    fn parse(&self, raw: Option<Vec<u8>>) -> ScopeState {
+        match raw {
+            None => ScopeState::default(),
+            Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                self.notes.borrow_mut().push(format!(
+                    "the scope's record in Redis is unreadable ({e}); treating it as empty"
+                ));
+                ScopeState::default()
+            }),
+        }
+    }
+
+    fn transact(
+        &self,
+        con: &mut Connection,
+        key: &str,
+        change: &mut dyn FnMut(&mut ScopeState, Millis),
+    ) -> redis::RedisResult<bool> {
+        redis::cmd("WATCH").arg(key).exec(con)?;
+        let (raw, time): (Option<Vec<u8>>, (u64, u64)) =
+            redis::pipe().get(key).cmd("TIME").query(con)?;
+        let now = server_millis(time);
+        let mut state = self.parse(raw);
+        let before = state.clone();
+        change(&mut state, now);
+        if state == before {
+            redis::cmd("UNWATCH").exec(con)?;
+            return Ok(true);
+        }
+        let json = serde_json::to_vec(&state).expect("the state always serializes");
+        let ttl = u64::try_from(scope::keep_for(&state, now).as_millis()).unwrap_or(u64::MAX);
+        let committed: Option<()> = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg(key)
+            .arg(json)
+            .arg("PX")
+            .arg(ttl)
+            .ignore()
+            .query(con)?;
+        Ok(committed.is_some())
+    }
+}
+
+impl Store for RedisStore {
+    fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
+        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
+        let (raw, time): (Option<Vec<u8>>, (u64, u64)) = redis::pipe()
+            .get(key(scope, "state"))
+            .cmd("TIME")
+            .query(&mut *con)
+            .map_err(io_error)?;
+        Ok((self.parse(raw), server_millis(time)))
+    }
+
+    fn update(
+        &self,
+        scope: &str,
+        change: &mut dyn FnMut(&mut ScopeState, Millis),
+    ) -> io::Result<()> {
+        let key = key(scope, "state");
+        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..MAX_TRIES {
+            if self.transact(&mut con, &key, change).map_err(io_error)? {
+                return Ok(());
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("redis: the scope's record changed under {MAX_TRIES} tries in a row"),
+        ))
+    }
+
+    fn try_slot(&self, scope: &str, limit: u32, lease: Duration) -> io::Result<Option<Slot>> {
+        let key = key(scope, "slots");
+        let holder = format!("{}-{:016x}", std::process::id(), rand::random::<u64>());
+        let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
+        let taken: i64 = self
+            .acquire
+            .key(&key)
+            .arg(limit)
+            .arg(lease_ms)
+            .arg(&holder)
+            .invoke(&mut *con)
+            .map_err(io_error)?;
+        Ok((taken == 1).then(|| {
+            Slot::new(Lease {
+                con: Arc::clone(&self.con),
+                key,
+                holder,
+            })
+        }))
+    }
+
+    fn take_notes(&self) -> Vec<String> {
+        self.notes.take()
+    }
+}
+
+/// A held slot; dropping it gives the slot back at once (if Redis is gone,
+/// the lease frees it when it ends).
+struct Lease {
+    con: Arc<Mutex<Connection>>,
+    key: String,
+    holder: String,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
+        let _: redis::RedisResult<i64> = redis::cmd("ZREM")
+            .arg(&self.key)
+            .arg(&self.holder)
+            .query(&mut *con);
+    }
+}
