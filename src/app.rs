@@ -4,22 +4,17 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
-
 use crate::cancel::Cancel;
 use crate::cli::{self, Cli, Command};
-use crate::decision::WaitCause;
 use crate::http::Http;
 use crate::outcome::{Kind, Line, Record, Why};
 use crate::plan::{self, OutcomeTo, Plan};
-use crate::retry::{Event, Loop, SystemClock};
+use crate::progress::{self, Progress};
+use crate::retry::{Loop, SystemClock};
 use crate::sink::Sink;
 
 pub fn main() -> ExitCode {
-    let cli = match cli::command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m))
-    {
+    let cli = match cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -29,7 +24,10 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::Lab(args)) => crate::lab::run(args),
         Some(Command::Demo) => crate::demo::run(),
-        None => Ok(fetch(&cli)),
+        None => match cli.generate {
+            Some(kind) => crate::docs::print(kind),
+            None => Ok(fetch(&cli)),
+        },
     };
     result.unwrap_or_else(|e| {
         if !is_broken_pipe(&e) {
@@ -83,18 +81,18 @@ fn fetch(cli: &Cli) -> ExitCode {
         connect_timeout: plan.connect_timeout,
         redactor: &plan.redactor,
     };
-    let verbose = cli.output.verbose;
+    let progress = Progress::new(
+        &plan,
+        cli.output.verbose,
+        progress::on_terminal(cli.output.silent),
+    );
     let mut record = looper.run(
-        &mut transport,
+        &mut progress.watch(&mut transport),
         &mut sink,
         &SystemClock,
         &mut cancel,
         &mut rand::random::<f64>,
-        &mut |event| {
-            if verbose {
-                eprintln!("abide: {}", narrate(&plan, &event));
-            }
-        },
+        &mut |event| progress.event(&event),
     );
     if record.kind == Kind::Succeeded {
         if let Err(e) = sink.commit() {
@@ -104,6 +102,7 @@ fn fetch(cli: &Cli) -> ExitCode {
     } else {
         sink.discard();
     }
+    progress.finish();
     write_outcome(&plan, &record);
     ExitCode::from(record.kind.exit_code())
 }
@@ -123,53 +122,4 @@ fn write_outcome(plan: &Plan, record: &Record) {
             // One write per line, so runs sharing the file never interleave.
             .and_then(|mut f| f.write_all(line.as_bytes())),
     };
-}
-
-/// One human line per event, for `-v`.
-fn narrate(plan: &Plan, event: &Event) -> String {
-    match event {
-        Event::Sending { attempt, limits } => format!(
-            "attempt {attempt}/{}: {} {} (time limit {:.1}s)",
-            plan.policy.attempts,
-            plan.context.method,
-            plan.context.url,
-            limits.total.as_secs_f64()
-        ),
-        Event::Answered {
-            attempt,
-            status,
-            server,
-        } => match server {
-            Some(s) => format!(
-                "attempt {attempt}: {status}, {} {:.3}s",
-                s.source.header(),
-                s.delay.as_secs_f64()
-            ),
-            None => format!("attempt {attempt}: {status}"),
-        },
-        Event::Failed { attempt, error } => format!("attempt {attempt}: {error}"),
-        Event::Waiting { wait, retry } => {
-            let why = match wait.cause {
-                WaitCause::Server { server, honoured } => {
-                    let floor = if honoured > server.delay {
-                        ", raised to the floor"
-                    } else {
-                        ""
-                    };
-                    format!(
-                        "{} asked {:.3}s{floor}, jitter +{:.3}s",
-                        server.source.header(),
-                        server.delay.as_secs_f64(),
-                        (wait.duration - honoured).as_secs_f64()
-                    )
-                }
-                WaitCause::Backoff { n } => format!("no server delay: backoff step {n}"),
-            };
-            format!(
-                "waiting {:.3}s before attempt {} ({why})",
-                wait.duration.as_secs_f64(),
-                retry + 1
-            )
-        }
-    }
 }

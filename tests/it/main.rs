@@ -2,6 +2,9 @@
 //! server on 127.0.0.1, asserting on the lab's recorded timeline.
 
 mod demo;
+mod docs;
+mod env;
 mod fetch;
 mod lab;
+mod terminal;
 mod util;
