@@ -108,13 +108,14 @@ impl Narrator {
         )
     }
 
-    /// The countdown's fixed part, before the ticking times: what came back
-    /// and why the wait lasts what it lasts, e.g.
-    /// `429 from api.example.com · Retry-After 20s`.
-    pub fn countdown_cause(&self, ended: &Ended, wait: &Wait) -> String {
+    /// The countdown's fixed part, before the ticking times: what the last
+    /// attempt came to, if there was one, and why the wait lasts what it
+    /// lasts, e.g. `429 from api.example.com · Retry-After 20s`.
+    pub fn countdown_cause(&self, ended: Option<&Ended>, wait: &Wait) -> String {
         let what = match ended {
-            Ended::Answered { status, .. } => format!("{status} from {}", self.host),
-            Ended::Failed { error } => shorten(error, SHORT_ERROR),
+            Some(Ended::Answered { status, .. }) => format!("{status} from {} · ", self.host),
+            Some(Ended::Failed { error }) => format!("{} · ", shorten(error, SHORT_ERROR)),
+            None => String::new(),
         };
         let why = match wait.cause {
             WaitCause::Server { server, honoured } if honoured > server.delay => format!(
@@ -128,7 +129,7 @@ impl Narrator {
             }
             WaitCause::Backoff { .. } => "backoff".to_string(),
         };
-        format!("{what} · {why}")
+        format!("{what}{why}")
     }
 
     /// The countdown's ticking part: `attempt 2/4 in 13.4s · budget 41s left`.
@@ -328,7 +329,7 @@ mod tests {
         };
         let line = format!(
             "{} · {}",
-            n.countdown_cause(&answered, &server_wait(20_000, 20_000, 20_400)),
+            n.countdown_cause(Some(&answered), &server_wait(20_000, 20_000, 20_400)),
             n.countdown_times(2, MS(13_440), MS(41_200))
         );
         assert_eq!(
@@ -336,7 +337,7 @@ mod tests {
             "429 from api.example.com · Retry-After 20s · attempt 2/4 in 13.4s · budget 41s left"
         );
         assert_eq!(
-            n.countdown_cause(&answered, &server_wait(0, 1000, 1050)),
+            n.countdown_cause(Some(&answered), &server_wait(0, 1000, 1050)),
             "429 from api.example.com · Retry-After 0s, floor 1s"
         );
         let failed = Ended::Failed {
@@ -347,8 +348,9 @@ mod tests {
             cause: WaitCause::Backoff { n: 1 },
         };
         assert_eq!(
-            n.countdown_cause(&failed, &backoff),
+            n.countdown_cause(Some(&failed), &backoff),
             "timeout: no answer from the server in t… · backoff"
         );
+        assert_eq!(n.countdown_cause(None, &backoff), "backoff");
     }
 }

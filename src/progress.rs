@@ -117,10 +117,8 @@ impl Progress {
                 state.clear();
                 let budget_left = self.budget_ends.saturating_duration_since(Instant::now());
                 self.say(&state, || self.narrator.wait(wait, retry, budget_left));
-                if self.screen
-                    && let Some(ended) = &state.ended
-                {
-                    let cause = self.narrator.countdown_cause(ended, wait);
+                if self.screen {
+                    let cause = self.narrator.countdown_cause(state.ended.as_ref(), wait);
                     state.shown = Some(self.countdown(cause, retry + 1, wait.duration));
                 }
             }
