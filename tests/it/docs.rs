@@ -1,7 +1,8 @@
-//! The generated files are current, and `--help` reads well at 80 and 100
-//! columns.
+//! The generated files are current and complete, and `--help` reads well at
+//! 80 and 100 columns.
 
-use abide::docs::Generate;
+use abide::docs::{Generate, OUTCOME_FIELDS};
+use abide::lab::Step;
 use clap::ValueEnum;
 
 use crate::util::*;
@@ -27,6 +28,21 @@ fn committed_completions_and_man_page_are_current() {
         "generated files are stale; refresh them all with scripts/generate-docs, or one by one:\n{}",
         stale.join("\n")
     );
+}
+
+#[test]
+fn the_man_page_documents_every_field_of_the_outcome_line() {
+    let lab = scripted(vec![Step::new(200)]);
+    let run = run(&["-o", "/dev/null", &lab.url()]);
+    let outcome = run.outcome();
+    let fields: Vec<&str> = outcome
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let documented: Vec<&str> = OUTCOME_FIELDS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(fields, documented);
 }
 
 #[test]
