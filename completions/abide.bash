@@ -41,7 +41,7 @@ _abide() {
 
     case "${cmd}" in
         abide)
-            opts="-X -H -d -L -u -A -x -k -m -o -s -v -h -V --generate --request --header --data --data-binary --json --location --user --user-agent --proxy --insecure --cacert --connect-timeout --max-time --attempts --retry --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --output --outcome --silent --verbose --help --version lab demo help"
+            opts="-X -H -d -L -u -A -x -k -m -o -s -v -h -V --generate --request --header --data --data-binary --json --location --user --user-agent --proxy --insecure --cacert --connect-timeout --max-time --attempts --retry --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --rate --max-concurrent --breaker --breaker-cooldown --output --outcome --silent --verbose --log --agent --max-body --require --no-progress --task --task-ttl --help --version lab demo help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -163,6 +163,30 @@ _abide() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --scope)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-concurrent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-cooldown)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -172,6 +196,30 @@ _abide() {
                     return 0
                     ;;
                 --outcome)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-body)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --require)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --no-progress)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --task-ttl)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_abide_global_optspecs
-    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= connect-timeout= m/max-time= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent o/output= outcome= s/silent v/verbose h/help V/version
+    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= connect-timeout= m/max-time= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state rate= max-concurrent= breaker= breaker-cooldown= o/output= outcome= s/silent v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
 end
 
 function __fish_abide_needs_command
@@ -51,13 +51,27 @@ complete -c abide -n "__fish_abide_needs_command" -l jitter -d 'Upward-only jitt
 complete -c abide -n "__fish_abide_needs_command" -l backoff -d 'First backoff step when the server gave no delay (full jitter, doubling)' -r
 complete -c abide -n "__fish_abide_needs_command" -l backoff-max -d 'Largest backoff step' -r
 complete -c abide -n "__fish_abide_needs_command" -l idempotency-key -d 'Send this Idempotency-Key (or a random UUID for "auto") on every attempt, and treat the request as safe to repeat' -r
+complete -c abide -n "__fish_abide_needs_command" -l scope -d 'What a provider\'s limit applies to: runs of one scope share one Retry-After gate, --rate, --max-concurrent and circuit breaker [default: the URL\'s origin, scheme://host:port]' -r
+complete -c abide -n "__fish_abide_needs_command" -l state-dir -d 'Where scope state is kept, one small private file per scope [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l rate -d 'Client-side pacing shared by every process of the scope, N/UNIT (5/s, 100/m, 1000/h): no burst beyond it even when many start at once' -r
+complete -c abide -n "__fish_abide_needs_command" -l max-concurrent -d 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget' -r
+complete -c abide -n "__fish_abide_needs_command" -l breaker -d 'Consecutive failed attempts of the scope (retryable 5xx and transport failures; not 429) that open its circuit breaker; 0 turns it off. It is consulted before every attempt, so a run whose own failures reach N ends with CIRCUIT_OPEN' -r
+complete -c abide -n "__fish_abide_needs_command" -l breaker-cooldown -d 'How long an open breaker refuses requests before one probe may pass' -r
 complete -c abide -n "__fish_abide_needs_command" -s o -l output -d 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched)' -r -F
 complete -c abide -n "__fish_abide_needs_command" -l outcome -d 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to' -r
+complete -c abide -n "__fish_abide_needs_command" -l log -d 'Append an audit log to FILE: one JSON line per event (request, answer or error, wait, outcome), credentials redacted; many runs may share it' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l max-body -d 'Largest body kept in the --agent object (and checked by --require without -o); sizes like 1KiB, 2MiB' -r
+complete -c abide -n "__fish_abide_needs_command" -l require -d 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried' -r
+complete -c abide -n "__fish_abide_needs_command" -l no-progress -d 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off' -r
+complete -c abide -n "__fish_abide_needs_command" -l task -d 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key' -r
+complete -c abide -n "__fish_abide_needs_command" -l task-ttl -d 'How long a task\'s idempotency key is kept' -r
 complete -c abide -n "__fish_abide_needs_command" -s L -l location -d 'Follow redirects (at most 10); without it a 3xx answer is final'
 complete -c abide -n "__fish_abide_needs_command" -s k -l insecure -d 'Do not verify the server\'s TLS certificate'
 complete -c abide -n "__fish_abide_needs_command" -l idempotent -d 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'
+complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read no shared state at all'
 complete -c abide -n "__fish_abide_needs_command" -s s -l silent -d 'No progress display or notes; the outcome line is still written'
 complete -c abide -n "__fish_abide_needs_command" -s v -l verbose -d 'One line per attempt and per wait on stderr: the answer or error, the server\'s delay, the wait chosen and why'
+complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written'
 complete -c abide -n "__fish_abide_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c abide -n "__fish_abide_needs_command" -s V -l version -d 'Print version'
 complete -c abide -n "__fish_abide_needs_command" -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'

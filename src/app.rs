@@ -3,20 +3,33 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::SystemTime;
 
+use crate::agent::AgentObject;
+use crate::audit::Audit;
 use crate::cancel::Cancel;
 use crate::cli::{self, Cli, Command};
 use crate::http::Http;
 use crate::outcome::{Kind, Line, Record, Why};
 use crate::plan::{self, OutcomeTo, Plan};
 use crate::progress::{self, Progress};
-use crate::retry::{Loop, SystemClock};
+use crate::retry::{Event, Loop, SystemClock};
+use crate::scope;
+use crate::shared::Shared;
 use crate::sink::Sink;
+use crate::store::FileStore;
 
 pub fn main() -> ExitCode {
     let cli = match cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
+            use clap::error::ErrorKind as E;
+            let informational = matches!(e.kind(), E::DisplayHelp | E::DisplayVersion);
+            if agent_requested() && !informational {
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                return agent_usage_error(first.trim_start_matches("error: "));
+            }
             let _ = e.print();
             return ExitCode::from(e.exit_code() as u8);
         }
@@ -37,6 +50,14 @@ pub fn main() -> ExitCode {
     })
 }
 
+/// Whether the command line asked for agent mode, even if it did not parse:
+/// an agent must get its usage error as JSON too.
+fn agent_requested() -> bool {
+    std::env::args_os().any(|a| a == "--agent")
+        || std::env::var("ABIDE_AGENT")
+            .is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false" | "no" | "off"))
+}
+
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         cause
@@ -45,55 +66,152 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
-/// A usage error: a clear message in clap's format, exit 2, nothing sent.
-fn usage(message: &str) -> ExitCode {
+/// A usage error: a clear message (clap's format, or one JSON object in
+/// agent mode), exit 2, nothing sent.
+fn usage(message: &str, agent: bool) -> ExitCode {
+    if agent {
+        return agent_usage_error(message);
+    }
     let _ = cli::command()
         .error(clap::error::ErrorKind::ValueValidation, message)
         .print();
     ExitCode::from(Kind::UsageError.exit_code())
 }
 
-fn fetch(cli: &Cli) -> ExitCode {
-    let plan = match plan::plan(cli, &mut std::io::stdin().lock()) {
-        Ok(plan) => plan,
-        Err(message) => return usage(&message),
+fn agent_usage_error(message: &str) -> ExitCode {
+    let line = Line::usage_error(message);
+    let object = AgentObject {
+        line: &line,
+        body: serde_json::Value::Null,
+        body_truncated: false,
+        headers: serde_json::Map::new(),
     };
+    println!("{}", serde_json::to_string(&object).expect("serializable"));
+    ExitCode::from(Kind::UsageError.exit_code())
+}
+
+fn fetch(cli: &Cli) -> ExitCode {
+    let agent = cli.agent.agent;
+    let mut plan = match plan::plan(cli, &mut std::io::stdin().lock()) {
+        Ok(plan) => plan,
+        Err(message) => return usage(&message, agent),
+    };
+    // Agent mode speaks only through its one JSON object.
+    let verbose = cli.output.verbose && !agent;
     let mut sink = match &plan.output {
         Some(path) => match Sink::file(path) {
             Ok(sink) => sink,
-            Err(e) => return usage(&format!("cannot write to {}: {e}", path.display())),
+            Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
         },
+        None if agent => Sink::capture(plan.max_body),
         None => Sink::stdout(),
     };
-    let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
-        Ok(http) => http,
-        Err(e) => return usage(&format!("{e:#}")),
+    let mut audit = match plan.log.as_deref().map(Audit::open).transpose() {
+        Ok(audit) => audit,
+        Err(e) => return usage(&format!("cannot open --log: {e}"), agent),
     };
-    let mut cancel = Cancel::default();
-    let interrupt = transport.interrupter();
-    if let Err(e) = cancel.on_signals(interrupt) {
-        eprintln!("abide: warning: cannot watch for signals: {e}");
+    let shared = plan.state_dir.as_ref().and_then(|dir| match FileStore::open(dir) {
+        Ok(store) => Some(Shared::new(
+            Box::new(store),
+            plan.context.scope.clone(),
+            plan.scope_policy,
+            plan.max_concurrent,
+        )),
+        Err(e) => {
+            if verbose {
+                eprintln!("abide: cannot use the state directory {}: {e}; going on without shared state", dir.display());
+            }
+            None
+        }
+    });
+    if let (Some(task), Some(shared)) = (&plan.task, &shared) {
+        // Kept before anything is sent, so that a crash and a rerun reuse it.
+        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
+        match shared.task_key(task, &fresh, plan.task_ttl, SystemTime::now()) {
+            Some(key) => plan.set_idempotency_key(key),
+            None => {
+                return usage(
+                    "--task: the scope state cannot keep the key (see -v)",
+                    agent,
+                );
+            }
+        }
     }
-    let looper = Loop {
-        policy: &plan.policy,
-        replay: plan.replay,
-        max_time: plan.max_time,
-        connect_timeout: plan.connect_timeout,
-        redactor: &plan.redactor,
+    let fingerprint = if plan.no_progress > 0 && shared.is_some() {
+        plan::fingerprint(&plan.request).ok()
+    } else {
+        None
     };
-    let progress = Progress::new(
-        &plan,
-        cli.output.verbose,
-        progress::on_terminal(cli.output.silent),
-    );
-    let mut record = looper.run(
-        &mut progress.watch(&mut transport),
-        &mut sink,
-        &SystemClock,
-        &mut cancel,
-        &mut rand::random::<f64>,
-        &mut |event| progress.event(&event),
-    );
+    let repeats = match (&shared, &fingerprint) {
+        (Some(shared), Some(fp)) => shared.repeats(fp, SystemTime::now()),
+        _ => 0,
+    };
+    let mut record = if plan.no_progress > 0 && repeats >= plan.no_progress {
+        Record::unsent(Kind::NoProgress, Why::NoProgress { times: repeats })
+    } else {
+        let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
+            Ok(http) => http,
+            Err(e) => return usage(&format!("{e:#}"), agent),
+        };
+        let mut cancel = Cancel::default();
+        if let Err(e) = cancel.on_signals(transport.interrupter())
+            && !agent
+        {
+            eprintln!("abide: warning: cannot watch for signals: {e}");
+        }
+        let looper = Loop {
+            policy: &plan.policy,
+            replay: plan.replay,
+            max_time: plan.max_time,
+            connect_timeout: plan.connect_timeout,
+            redactor: &plan.redactor,
+            shared: shared.as_ref(),
+            require: &plan.require,
+            keep_body: if agent { plan.max_body } else { 0 },
+        };
+        let progress = Progress::new(
+            &plan,
+            verbose,
+            progress::on_terminal(cli.output.silent || agent),
+        );
+        let record = looper.run(
+            &mut progress.watch(&mut transport),
+            &mut sink,
+            &SystemClock,
+            &mut cancel,
+            &mut rand::random::<f64>,
+            &mut |event| {
+                progress.event(&event);
+                if let Some(audit) = &mut audit {
+                    log_event(audit, &plan, &event);
+                }
+            },
+        );
+        // Off the screen before anything else is written: notes, outcome.
+        progress.finish();
+        record
+    };
+    if let Some(shared) = &shared {
+        shared.release();
+        if let Some(fp) = &fingerprint
+            && record.kind != Kind::NoProgress
+        {
+            let failed = matches!(record.kind, Kind::NonRetryable | Kind::InvalidResponse);
+            shared.remember(fp, failed, SystemTime::now());
+        }
+        let notes = shared.take_notes();
+        if verbose {
+            for note in notes {
+                eprintln!("abide: {note}");
+            }
+        }
+    }
+    let captured = match &sink {
+        Sink::Capture {
+            body, truncated, ..
+        } => Some((body.clone(), *truncated)),
+        _ => None,
+    };
     if record.kind == Kind::Succeeded {
         if let Err(e) = sink.commit() {
             record.kind = Kind::InternalError;
@@ -102,13 +220,78 @@ fn fetch(cli: &Cli) -> ExitCode {
     } else {
         sink.discard();
     }
-    progress.finish();
-    write_outcome(&plan, &record);
+    let line = Line::new(&plan.context, &record);
+    if let Some(audit) = &mut audit {
+        audit.event(
+            "outcome",
+            serde_json::to_value(&line).expect("serializable"),
+        );
+        if let Some(e) = audit.take_error()
+            && !agent
+        {
+            eprintln!("abide: warning: the --log could not be written: {e}");
+        }
+    }
+    if agent {
+        let (bytes, truncated) = match captured {
+            Some(kept) if record.kind == Kind::Succeeded => kept,
+            _ => (record.failed_body.clone(), record.failed_body_truncated),
+        };
+        let object = AgentObject {
+            line: &line,
+            body: crate::agent::body(&bytes, truncated, &plan.redactor),
+            body_truncated: truncated,
+            headers: crate::agent::headers(&record.headers),
+        };
+        println!("{}", serde_json::to_string(&object).expect("serializable"));
+    } else {
+        write_outcome(&plan, &line);
+    }
     ExitCode::from(record.kind.exit_code())
 }
 
-fn write_outcome(plan: &Plan, record: &Record) {
-    let mut line = Line::new(&plan.context, record).to_json();
+/// One audit line per loop event.
+fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
+    use serde_json::json;
+    match event {
+        Event::Sending { attempt, .. } => audit.event(
+            "request",
+            json!({
+                "attempt": attempt,
+                "method": plan.context.method,
+                "url": plan.context.url,
+                "idempotency_key": plan.context.idempotency_key,
+            }),
+        ),
+        Event::Answered {
+            attempt,
+            status,
+            server,
+        } => audit.event(
+            "response",
+            json!({
+                "attempt": attempt,
+                "status": status,
+                "retry_after_s": server.map(|s| s.delay.as_secs_f64()),
+            }),
+        ),
+        Event::Failed { attempt, error } => {
+            audit.event("error", json!({ "attempt": attempt, "error": error }))
+        }
+        Event::Waiting { wait, retry } => audit.event(
+            "wait",
+            json!({
+                "before_attempt": retry + 1,
+                "wait_ms": scope::millis(wait.duration),
+                "reason": wait.reason(),
+            }),
+        ),
+        Event::Breaker(news) => audit.event("breaker", json!({ "news": format!("{news:?}") })),
+    }
+}
+
+fn write_outcome(plan: &Plan, line: &Line) {
+    let mut line = line.to_json();
     line.push('\n');
     // Failures to write the outcome cannot be reported anywhere better.
     let _ = match &plan.outcome_to {

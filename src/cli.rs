@@ -16,7 +16,9 @@ use crate::units::parse_duration;
 
 const REQUEST: &str = "Request";
 const POLICY: &str = "Retry policy";
+const SCOPE: &str = "Scope (shared by every process on this machine)";
 const OUTPUT: &str = "Output";
+const AGENT: &str = "Agents and response contracts";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,7 +53,13 @@ pub struct Cli {
     pub policy: PolicyArgs,
 
     #[command(flatten)]
+    pub scope: ScopeArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub agent: AgentArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -182,6 +190,48 @@ pub struct PolicyArgs {
 }
 
 #[derive(Args, Debug, Default)]
+#[command(next_help_heading = SCOPE)]
+pub struct ScopeArgs {
+    /// What a provider's limit applies to: runs of one scope share one
+    /// Retry-After gate, --rate, --max-concurrent and circuit breaker
+    /// [default: the URL's origin, scheme://host:port].
+    #[arg(long, value_name = "NAME", env = "ABIDE_SCOPE")]
+    pub scope: Option<String>,
+
+    /// Where scope state is kept, one small private file per scope
+    /// [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide].
+    #[arg(long = "state-dir", value_name = "DIR", env = "ABIDE_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Keep and read no shared state at all.
+    #[arg(long = "no-state", env = "ABIDE_NO_STATE", value_parser = FalseyValueParser::new())]
+    pub no_state: bool,
+
+    /// Client-side pacing shared by every process of the scope, N/UNIT
+    /// (5/s, 100/m, 1000/h): no burst beyond it even when many start at once.
+    #[arg(long, value_name = "N/UNIT", env = "ABIDE_RATE", value_parser = parse_rate)]
+    pub rate: Option<Rate>,
+
+    /// At most N requests of the scope in flight across all processes;
+    /// waiting for a slot counts against the budget.
+    #[arg(long = "max-concurrent", value_name = "N", env = "ABIDE_MAX_CONCURRENT",
+          value_parser = clap::value_parser!(u32).range(1..10_000))]
+    pub max_concurrent: Option<u32>,
+
+    /// Consecutive failed attempts of the scope (retryable 5xx and transport
+    /// failures; not 429) that open its circuit breaker; 0 turns it off. It is
+    /// consulted before every attempt, so a run whose own failures reach N
+    /// ends with CIRCUIT_OPEN.
+    #[arg(long, value_name = "N", env = "ABIDE_BREAKER", default_value = "5")]
+    pub breaker: u32,
+
+    /// How long an open breaker refuses requests before one probe may pass.
+    #[arg(long = "breaker-cooldown", value_name = "DURATION", env = "ABIDE_BREAKER_COOLDOWN",
+          default_value = "30s", value_parser = parse_duration)]
+    pub breaker_cooldown: Duration,
+}
+
+#[derive(Args, Debug, Default)]
 #[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Write the body to FILE (via a temporary file renamed on success, so a
@@ -207,6 +257,54 @@ pub struct OutputArgs {
     /// server's delay, the wait chosen and why.
     #[arg(short = 'v', long, env = "ABIDE_VERBOSE", value_parser = FalseyValueParser::new())]
     pub verbose: bool,
+
+    /// Append an audit log to FILE: one JSON line per event (request, answer
+    /// or error, wait, outcome), credentials redacted; many runs may share it.
+    #[arg(long, value_name = "FILE", env = "ABIDE_LOG")]
+    pub log: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Default)]
+#[command(next_help_heading = AGENT)]
+pub struct AgentArgs {
+    /// Agent tool mode: stdout gets exactly one JSON object (the outcome plus
+    /// body, body_truncated and headers), on success, failure and usage errors
+    /// alike; nothing else is written.
+    #[arg(long, env = "ABIDE_AGENT", value_parser = FalseyValueParser::new())]
+    pub agent: bool,
+
+    /// Largest body kept in the --agent object (and checked by --require
+    /// without -o); sizes like 1KiB, 2MiB.
+    #[arg(long = "max-body", value_name = "SIZE", env = "ABIDE_MAX_BODY", default_value = "64KiB",
+          value_parser = crate::units::parse_size)]
+    pub max_body: u64,
+
+    /// A 2xx answer succeeds only if its body is JSON with a value (null and
+    /// [] included) at this RFC 6901 JSON Pointer (repeatable); else
+    /// INVALID_RESPONSE, not retried.
+    #[arg(long, value_name = "POINTER", value_parser = parse_pointer)]
+    pub require: Vec<String>,
+
+    /// Refuse, unsent, a request identical to one that ended NON_RETRYABLE or
+    /// INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS);
+    /// on by default with --agent (N = 3); 0 turns it off.
+    #[arg(long = "no-progress", value_name = "N", env = "ABIDE_NO_PROGRESS")]
+    pub no_progress: Option<u32>,
+
+    /// With --idempotency-key auto: keep the generated key in the scope state
+    /// under this task id, so that every rerun of the task sends the same key.
+    #[arg(
+        long,
+        value_name = "ID",
+        env = "ABIDE_TASK",
+        requires = "idempotency_key"
+    )]
+    pub task: Option<String>,
+
+    /// How long a task's idempotency key is kept.
+    #[arg(long = "task-ttl", value_name = "DURATION", env = "ABIDE_TASK_TTL", default_value = "24h",
+          value_parser = parse_duration)]
+    pub task_ttl: Duration,
 }
 
 /// A `-H` header: `None` as the value removes a default header.
@@ -218,6 +316,44 @@ pub struct Header {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatusList(pub Vec<u16>);
+
+/// `--rate N/UNIT`, kept as the interval between two requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub interval: Duration,
+}
+
+fn parse_rate(text: &str) -> Result<Rate, String> {
+    let bad = || format!("`{text}` is not a rate N/UNIT (e.g. 5/s, 100/m, 1000/h)");
+    let (count, unit) = text.split_once('/').ok_or_else(bad)?;
+    let count: u32 = count
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(bad)?;
+    let unit = match unit.trim() {
+        "s" | "sec" | "second" => Duration::from_secs(1),
+        "m" | "min" | "minute" => Duration::from_secs(60),
+        "h" | "hour" => Duration::from_secs(3600),
+        other => parse_duration(other).map_err(|_| bad())?,
+    };
+    let interval = unit / count;
+    if interval.is_zero() {
+        return Err(bad());
+    }
+    Ok(Rate { interval })
+}
+
+fn parse_pointer(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.starts_with('/') {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "`{text}` is not a JSON Pointer (RFC 6901): it must start with / (e.g. /data/items)"
+        ))
+    }
+}
 
 fn parse_method(text: &str) -> Result<String, String> {
     if !text.is_empty() && text.bytes().all(is_token_byte) {
@@ -402,6 +538,18 @@ mod tests {
         assert_eq!(parse_header("User-Agent:").unwrap().value, None);
         for bad in ["nocolon", ": v", "Bad Name: v", "X: a\r\nInjected: 1"] {
             assert!(parse_header(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn rates() {
+        let interval = |t| parse_rate(t).map(|r| r.interval.as_millis());
+        assert_eq!(interval("5/s"), Ok(200));
+        assert_eq!(interval("100/m"), Ok(600));
+        assert_eq!(interval("1/h"), Ok(3_600_000));
+        assert_eq!(interval("2/500ms"), Ok(250));
+        for bad in ["5", "0/s", "x/s", "5/fortnight", "-1/s", "5/"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::delay::{self, ServerDelay};
 use crate::outcome::Kind;
+use crate::scope;
 
 /// The retry policy as the user set it.
 #[derive(Debug, Clone)]
@@ -92,6 +93,9 @@ pub enum Verdict {
     NonRetryable,
     /// A write may have been applied; replaying it blindly could apply it twice.
     SideEffectUnknown,
+    /// A 2xx whose body breaks the `--require` contract: asking again would
+    /// get the same answer.
+    Invalid,
 }
 
 /// Statuses a non-idempotent request may still be retried on: the server
@@ -147,12 +151,45 @@ pub enum WaitCause {
     },
     /// Full-jitter exponential backoff for retry `n`.
     Backoff { n: u32 },
+    /// The scope's gate (plus upward jitter) or its `--rate` slot.
+    Scope { cause: scope::Wait },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wait {
     pub duration: Duration,
     pub cause: WaitCause,
+}
+
+impl Wait {
+    /// Why this wait lasts what it lasts, in words for `-v` and the audit log.
+    pub fn reason(&self) -> String {
+        match self.cause {
+            WaitCause::Server { server, honoured } => {
+                let floor = if honoured > server.delay {
+                    ", raised to the floor"
+                } else {
+                    ""
+                };
+                format!(
+                    "{} asked {:.3}s{floor}, jitter +{:.3}s",
+                    server.source.header(),
+                    server.delay.as_secs_f64(),
+                    (self.duration - honoured).as_secs_f64()
+                )
+            }
+            WaitCause::Backoff { n } => format!("no server delay: backoff step {n}"),
+            WaitCause::Scope {
+                cause: scope::Wait::Rate,
+            } => "the scope's --rate slot".into(),
+            WaitCause::Scope {
+                cause: scope::Wait::Gate(scope::GateCause::RetryAfter),
+            } => "the scope's gate, closed by a Retry-After, plus jitter".into(),
+            WaitCause::Scope {
+                cause: scope::Wait::Gate(scope::GateCause::QuotaExhausted),
+            } => "the scope's gate, until its rate-limit quota resets, plus jitter".into(),
+        }
+    }
 }
 
 /// Why the run ends, in the outcome's words.
@@ -168,6 +205,8 @@ pub struct Stop {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopWhy {
     Success,
+    /// The answer broke the response contract (details in the record's error).
+    InvalidResponse,
     NonRetryable,
     SideEffectUnknown,
     AttemptsUsed {
@@ -182,6 +221,16 @@ pub enum StopWhy {
     WaitOverBudget {
         wait: Duration,
         left: Duration,
+    },
+    /// The scope is closed for longer than `--max-wait` or the budget allow.
+    ScopeClosed {
+        cause: scope::Wait,
+        wait: Duration,
+        limit: Duration,
+    },
+    /// The scope's circuit breaker is open, or another process is probing it.
+    CircuitOpen {
+        probing: bool,
     },
 }
 
@@ -221,6 +270,7 @@ pub fn next_step(
                 honoured,
             );
         }
+        Verdict::Invalid => return stop(Kind::InvalidResponse, StopWhy::InvalidResponse, None),
         Verdict::Retryable => {}
     }
     if progress.attempt >= policy.attempts {
@@ -265,7 +315,7 @@ pub fn next_step(
     // A wait that ends at or after the budget leaves no time for the attempt.
     let must_wait = match wait.cause {
         WaitCause::Server { honoured, .. } => honoured,
-        WaitCause::Backoff { .. } => wait.duration,
+        WaitCause::Backoff { .. } | WaitCause::Scope { .. } => wait.duration,
     };
     if must_wait >= left {
         let why = StopWhy::WaitOverBudget {
@@ -275,6 +325,40 @@ pub fn next_step(
         return stop(Kind::BudgetExhausted, why, honoured);
     }
     Next::Wait(wait)
+}
+
+/// Before an attempt, the scope says wait `wait`: wait it (with upward
+/// jitter for a gate, so that a herd released together arrives spread out;
+/// exactly for a `--rate` slot), or end now if it does not fit.
+pub fn scope_step(
+    cause: scope::Wait,
+    wait: Duration,
+    elapsed: Duration,
+    policy: &Policy,
+    draw: Draw,
+) -> Next {
+    let left = policy.budget.saturating_sub(elapsed);
+    let limit = policy.max_wait.map_or(left, |m| m.min(left));
+    let over_max_wait = policy.max_wait.is_some_and(|m| wait > m);
+    if over_max_wait || wait >= left {
+        return Next::Stop(Stop {
+            kind: Kind::BudgetExhausted,
+            not_before: Some(wait),
+            why: StopWhy::ScopeClosed { cause, wait, limit },
+        });
+    }
+    let extra = match cause {
+        scope::Wait::Gate(_) => delay::jitter(wait, policy.jitter, draw.0).min(
+            limit
+                .saturating_sub(Duration::from_millis(1))
+                .saturating_sub(wait),
+        ),
+        scope::Wait::Rate => Duration::ZERO,
+    };
+    Next::Wait(Wait {
+        duration: wait + extra,
+        cause: WaitCause::Scope { cause },
+    })
 }
 
 #[cfg(test)]
@@ -420,6 +504,7 @@ mod tests {
             ("success ends", next_step(SUCCESS, None, at(1, 0), &p, d(0.5)), Err((Succeeded, None))),
             ("401 ends", next_step(NR, None, at(1, 0), &p, d(0.5)), Err((Kind::NonRetryable, None))),
             ("unknown write ends", next_step(SEU, None, at(1, 0), &p, d(0.5)), Err((Kind::SideEffectUnknown, None))),
+            ("broken contract ends", next_step(Verdict::Invalid, None, at(1, 0), &p, d(0.5)), Err((Kind::InvalidResponse, None))),
             ("Retry-After replaces backoff", next_step(Retryable, ra(3.0), at(1, 0), &no_jitter, d(0.9)), Ok(3000)),
             ("jitter adds 10% at most", next_step(Retryable, ra(3.0), at(1, 0), &p, d(0.5)), Ok(3150)),
             ("Retry-After 0 waits the floor", next_step(Retryable, ra(0.0), at(1, 0), &no_jitter, d(0.5)), Ok(1000)),
@@ -440,5 +525,39 @@ mod tests {
         for (name, next, expected) in rows {
             assert_eq!(outcome(next), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn scope_waits() {
+        use scope::{GateCause, Wait as W};
+        let p = Policy::default();
+        let gate = W::Gate(GateCause::RetryAfter);
+        let s = Duration::from_secs;
+        let ms = |next: Next| match next {
+            Next::Wait(w) => Ok(w.duration.as_millis()),
+            Next::Stop(stop) => Err((stop.kind, stop.not_before.map(|d| d.as_millis()))),
+        };
+        assert_eq!(ms(scope_step(gate, s(10), s(0), &p, Draw(0.5))), Ok(10_500));
+        assert_eq!(
+            ms(scope_step(W::Rate, s(10), s(0), &p, Draw(0.5))),
+            Ok(10_000)
+        );
+        assert_eq!(
+            ms(scope_step(gate, s(10), s(55), &p, Draw(0.5))),
+            Err((Kind::BudgetExhausted, Some(10_000)))
+        );
+        let capped = Policy {
+            max_wait: Some(s(5)),
+            ..Policy::default()
+        };
+        assert_eq!(
+            ms(scope_step(gate, s(6), s(0), &capped, Draw(0.5))),
+            Err((Kind::BudgetExhausted, Some(6000)))
+        );
+        // Jitter never pushes past --max-wait.
+        assert_eq!(
+            ms(scope_step(gate, s(5), s(0), &capped, Draw(0.9))),
+            Ok(5000)
+        );
     }
 }

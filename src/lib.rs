@@ -1,7 +1,10 @@
 //! abide: an HTTP client that waits when the server says "slow down".
+pub mod agent;
 pub mod app;
+pub mod audit;
 pub mod cancel;
 pub mod cli;
+pub mod contract;
 pub mod decision;
 pub mod delay;
 pub mod demo;
@@ -12,8 +15,12 @@ pub mod narrate;
 pub mod outcome;
 pub mod plan;
 pub mod progress;
+pub mod ratelimit;
 pub mod redact;
 pub mod retry;
+pub mod scope;
+pub mod shared;
 pub mod sink;
+pub mod store;
 pub mod target;
 pub mod units;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::decision::{Policy, Wait, WaitCause};
 use crate::delay::{self, ServerDelay};
-use crate::outcome::status_text;
+use crate::outcome::{rfc3339, status_text};
+use crate::scope::{self, BreakerNews, GateCause};
 
 /// An error message longer than this is cut in the countdown, which must fit
 /// on one terminal line next to the times.
@@ -17,6 +18,8 @@ const SHORT_ERROR: usize = 40;
 pub struct Narrator {
     /// `host` or `host:port`, as the user typed it.
     pub host: String,
+    /// The scope's name, for the circuit breaker's news.
+    pub scope: String,
     pub policy: Policy,
     /// `-m`: an attempt given less than this was cut by the budget.
     pub max_time: Duration,
@@ -98,6 +101,7 @@ impl Narrator {
                     plain(ceiling)
                 )
             }
+            WaitCause::Scope { .. } => wait.reason(),
         };
         format!(
             "waiting {} before attempt {}/{}: {why}; {} of the budget left",
@@ -128,8 +132,27 @@ impl Narrator {
                 format!("{} {}", server.source.header(), plain(server.delay))
             }
             WaitCause::Backoff { .. } => "backoff".to_string(),
+            WaitCause::Scope { cause } => match cause {
+                scope::Wait::Gate(GateCause::RetryAfter) => "scope gate (Retry-After)",
+                scope::Wait::Gate(GateCause::QuotaExhausted) => "scope gate (quota used up)",
+                scope::Wait::Rate => "scope --rate",
+            }
+            .to_string(),
         };
         format!("{what}{why}")
+    }
+
+    /// `-v`: the scope's circuit breaker changed state.
+    pub fn breaker(&self, news: BreakerNews) -> Option<String> {
+        match news {
+            BreakerNews::Opened { until } => Some(format!(
+                "circuit breaker of scope {} opened until {}",
+                self.scope,
+                rfc3339(std::time::UNIX_EPOCH + Duration::from_millis(until))
+            )),
+            BreakerNews::Closed => Some(format!("circuit breaker of scope {} closed", self.scope)),
+            BreakerNews::Unchanged => None,
+        }
     }
 
     /// The countdown's ticking part: `attempt 2/4 in 13.4s · budget 41s left`.
@@ -199,6 +222,7 @@ mod tests {
     fn narrator() -> Narrator {
         Narrator {
             host: "api.example.com".into(),
+            scope: "https://api.example.com:443".into(),
             policy: Policy::default(),
             max_time: S(30),
         }

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::decision::StopWhy;
 use crate::delay::ServerDelay;
+use crate::scope;
 
 /// Every way a run can end. The exit code of each lives here and nowhere else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +126,30 @@ pub struct Record {
     pub error: Option<String>,
     /// Server delay values that were present but unusable.
     pub ignored_delays: Vec<String>,
+    /// The last answer's headers (names lower-case).
+    pub headers: Vec<(String, String)>,
+    /// The kept start of the last answer's body when it was not delivered.
+    pub failed_body: Vec<u8>,
+    pub failed_body_truncated: bool,
+}
+
+impl Record {
+    /// A run that ended before sending anything.
+    pub fn unsent(kind: Kind, why: Why) -> Record {
+        Record {
+            kind,
+            why,
+            attempts: Vec::new(),
+            elapsed: Duration::ZERO,
+            waited: Duration::ZERO,
+            next_allowed_at: None,
+            error: None,
+            ignored_delays: Vec::new(),
+            headers: Vec::new(),
+            failed_body: Vec::new(),
+            failed_body_truncated: false,
+        }
+    }
 }
 
 /// The cause of the end of a run, beyond its kind.
@@ -132,6 +157,10 @@ pub struct Record {
 pub enum Why {
     Decided(StopWhy),
     Cancelled,
+    /// The same request failed this many times in a row: refused unsent.
+    NoProgress {
+        times: u32,
+    },
     /// abide could not finish its own part (say, writing the output file).
     Internal(String),
 }
@@ -151,9 +180,9 @@ pub struct Line {
     pub outcome: &'static str,
     pub ok: bool,
     pub exit_code: u8,
-    pub method: String,
-    pub url: String,
-    pub scope: String,
+    pub method: Option<String>,
+    pub url: Option<String>,
+    pub scope: Option<String>,
     pub status: Option<u16>,
     pub attempts: u32,
     pub elapsed_ms: u64,
@@ -206,9 +235,9 @@ impl Line {
             outcome: record.kind.name(),
             ok: record.kind == Kind::Succeeded,
             exit_code: record.kind.exit_code(),
-            method: context.method.clone(),
-            url: context.url.clone(),
-            scope: context.scope.clone(),
+            method: Some(context.method.clone()),
+            url: Some(context.url.clone()),
+            scope: Some(context.scope.clone()),
             status,
             attempts: record.attempts.len() as u32,
             elapsed_ms: ms(record.elapsed),
@@ -232,6 +261,29 @@ impl Line {
                     elapsed_ms: ms(a.ended_at),
                 })
                 .collect(),
+        }
+    }
+
+    /// A command line that could not be used: nothing was sent.
+    pub fn usage_error(message: &str) -> Line {
+        Line {
+            outcome: Kind::UsageError.name(),
+            ok: false,
+            exit_code: Kind::UsageError.exit_code(),
+            method: None,
+            url: None,
+            scope: None,
+            status: None,
+            attempts: 0,
+            elapsed_ms: 0,
+            waited_ms: 0,
+            retry_after_s: None,
+            next_allowed_at: None,
+            idempotency_key: None,
+            reason: format!("Usage error: {message}"),
+            instruction: "Fix the command line and run it again.".to_string(),
+            error: None,
+            history: Vec::new(),
         }
     }
 
@@ -293,11 +345,18 @@ impl Words<'_> {
                 }
             ),
             Why::Internal(message) => format!("abide could not finish: {message}."),
+            Why::NoProgress { times } => format!(
+                "This exact request ended NON_RETRYABLE or INVALID_RESPONSE {times} times in a row in the last 10 minutes; refused without sending it."
+            ),
             Why::Decided(why) => match why {
                 StopWhy::Success => {
                     format!("{} after {} attempt(s).", self.what(), self.attempts())
                 }
                 StopWhy::NonRetryable => format!("{} is not retryable.", self.what()),
+                StopWhy::InvalidResponse => match &self.record.error {
+                    Some(detail) => format!("{}, but {detail}.", self.what()),
+                    None => format!("{} broke the response contract.", self.what()),
+                },
                 StopWhy::SideEffectUnknown => format!(
                     "{} to a {} request, which is not safe to repeat: it may have been applied.",
                     self.what(),
@@ -311,6 +370,31 @@ impl Words<'_> {
                     self.what(),
                     secs_text(*delay),
                     secs_text(*max_wait)
+                ),
+                StopWhy::ScopeClosed { cause, wait, limit } => {
+                    let what = match cause {
+                        scope::Wait::Gate(scope::GateCause::RetryAfter) => {
+                            "is held by a Retry-After the server gave to an earlier request"
+                        }
+                        scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
+                            "has used up its rate-limit quota"
+                        }
+                        scope::Wait::Rate => "is paced by --rate",
+                    };
+                    format!(
+                        "The scope {} {what}: the next request may go in {}, beyond the {} this run may wait.",
+                        self.context.scope,
+                        secs_text(*wait),
+                        secs_text(*limit)
+                    )
+                }
+                StopWhy::CircuitOpen { probing: false } => format!(
+                    "The circuit breaker of scope {} is open after repeated failures; nothing was sent.",
+                    self.context.scope
+                ),
+                StopWhy::CircuitOpen { probing: true } => format!(
+                    "The circuit breaker of scope {} is half-open and another run is probing it; nothing was sent.",
+                    self.context.scope
                 ),
                 StopWhy::WaitOverBudget { wait, left } => format!(
                     "{}: the next wait of {} does not fit the {} left of the budget.",
@@ -350,6 +434,10 @@ impl Words<'_> {
                 not_before("wait before calling again")
             ),
             Kind::BudgetExhausted => match self.record.attempts.iter().rev().find_map(|a| a.server_delay) {
+                _ if matches!(self.record.why, Why::Decided(StopWhy::ScopeClosed { .. })) => format!(
+                    "The scope is closed; {}.",
+                    not_before("call again later")
+                ),
                 Some(delay) => format!(
                     "The server asked to wait {}; {}.",
                     secs_text(delay.delay),
@@ -365,7 +453,7 @@ impl Words<'_> {
                 not_before("wait for its cooldown before calling again")
             ),
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
-            Kind::NoProgress => "This exact request keeps failing; change the request before calling again.".to_string(),
+            Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
             Kind::Cancelled | Kind::Terminated => "The run was interrupted; run it again when ready.".to_string(),
             Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
             Kind::UsageError => "Fix the command line and run it again.".to_string(),
@@ -416,6 +504,9 @@ mod tests {
             next_allowed_at: None,
             error: None,
             ignored_delays: vec![],
+            headers: vec![],
+            failed_body: vec![],
+            failed_body_truncated: false,
         }
     }
 

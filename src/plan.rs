@@ -13,6 +13,8 @@ use crate::decision::{Policy, Replay};
 use crate::http::{Body, Request, Settings};
 use crate::outcome::Context;
 use crate::redact::{self, Redactor};
+use crate::scope::ScopePolicy;
+use crate::store::FileStore;
 use crate::target::Target;
 
 /// Where the outcome line goes.
@@ -36,6 +38,83 @@ pub struct Plan {
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
+    /// Where the scope state lives; `None` with `--no-state`.
+    pub state_dir: Option<PathBuf>,
+    pub scope_policy: ScopePolicy,
+    pub max_concurrent: Option<u32>,
+    pub agent: bool,
+    pub max_body: u64,
+    pub require: Vec<String>,
+    /// Refuse a request after this many identical failures in a row; 0 is off.
+    pub no_progress: u32,
+    pub task: Option<String>,
+    pub task_ttl: Duration,
+    pub log: Option<PathBuf>,
+}
+
+impl Plan {
+    /// Replaces the generated idempotency key with the one a task kept.
+    pub fn set_idempotency_key(&mut self, key: String) {
+        for (name, value) in &mut self.request.headers {
+            if name.eq_ignore_ascii_case("idempotency-key") {
+                *value = key.clone();
+            }
+        }
+        self.context.idempotency_key = Some(key);
+    }
+}
+
+/// Headers that differ between otherwise identical requests.
+const VOLATILE: [&str; 7] = [
+    "idempotency-key",
+    "date",
+    "x-request-id",
+    "x-correlation-id",
+    "traceparent",
+    "tracestate",
+    "x-amzn-trace-id",
+];
+
+/// What makes two requests the same for the no-progress guard: method, URL,
+/// body and headers (but the volatile ones), hashed so that nothing is kept
+/// in clear.
+pub fn fingerprint(request: &Request) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    // Length-prefixed fields, so that no two different requests hash alike.
+    fn field(hash: &mut Sha256, bytes: &[u8]) {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    }
+    let mut hash = Sha256::new();
+    field(&mut hash, request.method.as_bytes());
+    field(&mut hash, request.url.as_bytes());
+    let mut headers: Vec<(String, &str)> = request
+        .headers
+        .iter()
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.as_str()))
+        .filter(|(n, _)| !VOLATILE.contains(&n.as_str()))
+        .collect();
+    headers.sort();
+    for (name, value) in &headers {
+        field(&mut hash, name.as_bytes());
+        field(&mut hash, value.as_bytes());
+    }
+    match &request.body {
+        Body::Empty => field(&mut hash, b""),
+        Body::Bytes(bytes) => field(&mut hash, bytes),
+        Body::File(path) => {
+            let mut file = std::fs::File::open(path)?;
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = file.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                hash.update(&buf[..n]);
+            }
+        }
+    }
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
@@ -138,11 +217,38 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         return Err("--budget must be more than 0".into());
     }
     let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
+    let sc = &cli.scope;
+    let scope = match &sc.scope {
+        Some(name) if name.trim().is_empty() => return Err("--scope needs a name".into()),
+        Some(name) => name.clone(),
+        None => target.origin.clone(),
+    };
+    let a = &cli.agent;
+    if a.task.is_some() && sc.no_state {
+        return Err(
+            "--task keeps its key in the scope state; it cannot be used with --no-state".into(),
+        );
+    }
+    if a.task.is_some() && cli.policy.idempotency_key.as_deref() != Some("auto") {
+        return Err("--task keeps a generated key: use it with --idempotency-key auto".into());
+    }
+    let state_dir = if sc.no_state {
+        None
+    } else {
+        sc.state_dir.clone().or_else(FileStore::default_dir)
+    };
+    let scope_policy = ScopePolicy {
+        rate_interval: sc.rate.map(|r| r.interval),
+        breaker_threshold: sc.breaker,
+        breaker_cooldown: sc.breaker_cooldown,
+        // A probe that has not reported by the end of its attempt is presumed lost.
+        probe_ttl: r.max_time.min(policy.budget) + Duration::from_secs(1),
+    };
     Ok(Plan {
         context: Context {
             method: method.clone(),
             url: redactor.text(&target.display()),
-            scope: target.origin.clone(),
+            scope,
             idempotency_key,
         },
         request: Request {
@@ -164,6 +270,16 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         output: cli.output.output.clone(),
         outcome_to,
         redactor,
+        state_dir,
+        scope_policy,
+        max_concurrent: sc.max_concurrent,
+        agent: a.agent,
+        max_body: a.max_body,
+        require: a.require.clone(),
+        no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
+        task: a.task.clone(),
+        task_ttl: a.task_ttl,
+        log: cli.output.log.clone(),
     })
 }
 
@@ -322,6 +438,52 @@ mod tests {
     }
 
     #[test]
+    fn fingerprints_ignore_volatile_headers_and_see_the_rest() {
+        let fp = |args: &[&str]| fingerprint(&plan_of(args).unwrap().request).unwrap();
+        let base = fp(&[
+            "-X",
+            "POST",
+            "-d",
+            "a=1",
+            "-H",
+            "Idempotency-Key: k1",
+            "h/x",
+        ]);
+        assert_eq!(base.len(), 64);
+        assert_eq!(
+            base,
+            fp(&[
+                "-X",
+                "POST",
+                "-d",
+                "a=1",
+                "-H",
+                "Idempotency-Key: k2",
+                "h/x"
+            ])
+        );
+        assert_eq!(
+            base,
+            fp(&["-X", "POST", "-H", "X-Request-Id: r9", "-d", "a=1", "h/x"])
+        );
+        assert_ne!(base, fp(&["-X", "POST", "-d", "a=2", "h/x"]));
+        assert_ne!(base, fp(&["-X", "POST", "-d", "a=1", "h/y"]));
+        assert_ne!(base, fp(&["-X", "PUT", "-d", "a=1", "h/x"]));
+        assert_ne!(
+            base,
+            fp(&[
+                "-X",
+                "POST",
+                "-d",
+                "a=1",
+                "-H",
+                "Authorization: Bearer b",
+                "h/x"
+            ])
+        );
+    }
+
+    #[test]
     fn usage_errors() {
         for args in [
             &["--outcome", "stdout", "h"][..],
@@ -335,6 +497,18 @@ mod tests {
             &["ftp://h/"],
             &["--json", "{}", "-d", "x", "h"],
             &["--retry", "2", "--attempts", "3", "h"],
+            &["--task", "t1", "h"],
+            &["--task", "t1", "--idempotency-key", "k", "h"],
+            &[
+                "--task",
+                "t1",
+                "--idempotency-key",
+                "auto",
+                "--no-state",
+                "h",
+            ],
+            &["--require", "data", "h"],
+            &["--max-body", "lots", "h"],
             &[],
         ] {
             assert!(plan_of(args).is_err(), "{args:?}");

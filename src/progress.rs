@@ -79,6 +79,7 @@ impl Progress {
         Progress {
             narrator: Arc::new(Narrator {
                 host,
+                scope: plan.context.scope.clone(),
                 policy: plan.policy.clone(),
                 max_time: plan.max_time,
             }),
@@ -112,6 +113,11 @@ impl Progress {
             Event::Failed { attempt, error } => {
                 let error = error.to_string();
                 self.ended(&mut state, attempt, Ended::Failed { error });
+            }
+            Event::Breaker(news) => {
+                if let Some(line) = self.narrator.breaker(news) {
+                    self.say(&state, || line);
+                }
             }
             Event::Waiting { wait, retry } => {
                 state.clear();

@@ -5,14 +5,19 @@
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::contract;
 use crate::decision::{
     self, Draw, Next, Observation, Phase, Policy, Progress, Replay, StopWhy, Verdict, Wait,
 };
 use crate::delay::{self, ServerDelay};
 use crate::http::{self, Failure, Limits, Reply, Transport};
 use crate::outcome::{Attempt, Kind, Record, Why};
+use crate::ratelimit;
 use crate::redact::Redactor;
+use crate::scope::{self, Admission, BreakerNews, Lesson};
+use crate::shared::{Shared, epoch_millis, epoch_millis_ceil};
 use crate::sink::{DeliverError, Sink};
+use crate::store::Slot;
 
 /// How much of a failed attempt's body is kept (the outcome shows 256 bytes).
 const ERROR_BODY_KEPT: u64 = 256;
@@ -69,6 +74,7 @@ pub enum Event<'a> {
         wait: &'a Wait,
         retry: u32,
     },
+    Breaker(BreakerNews),
 }
 
 pub struct Loop<'a> {
@@ -77,7 +83,16 @@ pub struct Loop<'a> {
     pub max_time: Duration,
     pub connect_timeout: Duration,
     pub redactor: &'a Redactor,
+    /// The scope state shared with other processes; `None` with `--no-state`.
+    pub shared: Option<&'a Shared>,
+    /// `--require` pointers a 2xx body must satisfy.
+    pub require: &'a [String],
+    /// How much of a failed answer's body to keep (the agent object shows it).
+    pub keep_body: u64,
 }
+
+/// The largest body `--require` will hold in memory to check.
+const CONTRACT_LIMIT: u64 = 64 << 20;
 
 /// What an attempt came to: a verdict of the decision table, or a failure
 /// of abide's own (the body could not be written).
@@ -86,6 +101,19 @@ enum Judged {
     Internal(String),
 }
 
+/// One attempt, judged, with what it teaches the scope.
+struct Attempted {
+    judged: Judged,
+    observation: Observation,
+    server: Option<ServerDelay>,
+    /// Time until the rate-limit quota resets, when the answer says it is used up.
+    quota: Option<Duration>,
+    attempt: Attempt,
+}
+
+/// How a run ends early, before `Run::finish` turns it into a record.
+type End = (Kind, Why, Option<Duration>);
+
 /// The run's parts that change as it goes.
 struct Run {
     start: Instant,
@@ -93,7 +121,14 @@ struct Run {
     waited: Duration,
     ignored_delays: Vec<String>,
     last_error: Option<String>,
+    /// The last answer's headers, and the kept start of its body when it failed.
+    headers: Vec<(String, String)>,
+    failed_body: Vec<u8>,
+    failed_body_truncated: bool,
 }
+
+/// The longest pause between two looks for a free concurrency slot.
+const SLOT_POLL_MAX: Duration = Duration::from_millis(20);
 
 impl Loop<'_> {
     pub fn run(
@@ -111,9 +146,16 @@ impl Loop<'_> {
             waited: Duration::ZERO,
             ignored_delays: Vec::new(),
             last_error: None,
+            headers: Vec::new(),
+            failed_body: Vec::new(),
+            failed_body_truncated: false,
         };
         loop {
             let number = run.attempts.len() as u32 + 1;
+            let slot = match self.pass_scope(number, clock, sleeper, draw, &mut run, on_event) {
+                Ok(slot) => slot,
+                Err((kind, why, not_before)) => return run.finish(clock, kind, why, not_before),
+            };
             let left = self.policy.budget.saturating_sub(clock.now() - run.start);
             if left.is_zero() {
                 let why = StopWhy::WaitOverBudget {
@@ -141,12 +183,22 @@ impl Loop<'_> {
                 });
                 return run.finish(clock, kind, Why::Cancelled, None);
             }
-            let (verdict, server, attempt) = match sent {
+            let attempted = match sent {
                 Ok(reply) => self.answered(reply, sink, clock, &mut run, number, on_event),
                 Err(failure) => self.failed(failure, clock, &mut run, number, on_event),
             };
+            drop(slot);
+            // Publish first, then sleep: other processes of the scope learn
+            // of a Retry-After before this one starts waiting on it.
+            self.teach_scope(&attempted, clock, on_event);
+            let Attempted {
+                judged,
+                server,
+                attempt,
+                ..
+            } = attempted;
             run.attempts.push(attempt);
-            let verdict = match verdict {
+            let verdict = match judged {
                 Judged::Verdict(verdict) => verdict,
                 Judged::Internal(message) => {
                     return run.finish(clock, Kind::InternalError, Why::Internal(message), None);
@@ -168,14 +220,109 @@ impl Loop<'_> {
                         wait: &wait,
                         retry: number,
                     });
-                    let before = clock.now();
-                    let slept = sleeper.sleep(wait.duration);
-                    run.waited += clock.now() - before;
-                    if let Err(kind) = slept {
+                    if let Err(kind) = run.sleep(wait.duration, clock, sleeper) {
                         return run.finish(clock, kind, Why::Cancelled, None);
                     }
                 }
             }
+        }
+    }
+
+    /// Before attempt `number`: the breaker, the gate and `--rate`, then a
+    /// concurrency slot. Waits as the scope says, or ends the run.
+    fn pass_scope(
+        &self,
+        number: u32,
+        clock: &dyn Clock,
+        sleeper: &mut dyn Sleeper,
+        draw: &mut dyn FnMut() -> f64,
+        run: &mut Run,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Option<Slot>, End> {
+        let Some(shared) = self.shared else {
+            return Ok(None);
+        };
+        loop {
+            let elapsed = clock.now() - run.start;
+            let left = self.policy.budget.saturating_sub(elapsed);
+            let now = clock.wall();
+            let patience = self.policy.max_wait.map_or(left, |m| m.min(left));
+            let now_ms = epoch_millis(now);
+            let (cause, until) = match shared.admit(now, now + patience) {
+                Admission::CircuitOpen { until, probing } => {
+                    let not_before = Duration::from_millis(until.saturating_sub(now_ms));
+                    let why = Why::Decided(StopWhy::CircuitOpen { probing });
+                    return Err((Kind::CircuitOpen, why, Some(not_before)));
+                }
+                Admission::Go { at, .. } if at <= now_ms => break,
+                Admission::Go { at, .. } => (scope::Wait::Rate, at),
+                Admission::Wait { until, cause } => (cause, until),
+            };
+            let wait = Duration::from_millis(until.saturating_sub(now_ms));
+            match decision::scope_step(cause, wait, elapsed, self.policy, Draw(draw())) {
+                Next::Stop(stop) => {
+                    return Err((stop.kind, Why::Decided(stop.why), stop.not_before));
+                }
+                Next::Wait(wait) => {
+                    on_event(Event::Waiting {
+                        wait: &wait,
+                        retry: number - 1,
+                    });
+                    run.sleep(wait.duration, clock, sleeper)
+                        .map_err(|kind| (kind, Why::Cancelled, None))?;
+                    // A reserved --rate slot is ours: go without asking again.
+                    if cause == scope::Wait::Rate {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match shared.try_slot() {
+                None => return Ok(None),
+                Some(Some(slot)) => return Ok(Some(slot)),
+                Some(None) => {}
+            }
+            let left = self.policy.budget.saturating_sub(clock.now() - run.start);
+            if left <= pause {
+                let why = StopWhy::WaitOverBudget { wait: pause, left };
+                return Err((Kind::BudgetExhausted, Why::Decided(why), None));
+            }
+            run.sleep(pause, clock, sleeper)
+                .map_err(|kind| (kind, Why::Cancelled, None))?;
+            pause = (pause * 2).min(SLOT_POLL_MAX);
+        }
+    }
+
+    /// What the scope learns from an attempt: a Retry-After or a used-up
+    /// quota closes its gate; failures count towards its breaker.
+    fn teach_scope(
+        &self,
+        attempted: &Attempted,
+        clock: &dyn Clock,
+        on_event: &mut dyn FnMut(Event),
+    ) {
+        let Some(shared) = self.shared else {
+            return;
+        };
+        let now = clock.wall();
+        let now_ms = epoch_millis_ceil(now);
+        let after = |d: Duration| now_ms.saturating_add(scope::millis(d));
+        let lesson = Lesson {
+            health: scope::health(attempted.observation, &self.policy.retry_on),
+            retry_after_until: attempted
+                .server
+                .map(|s| after(delay::honoured(s.delay, self.policy.floor))),
+            // Retry-After takes precedence over the quota fields.
+            quota_until: attempted
+                .quota
+                .filter(|_| attempted.server.is_none())
+                .map(after),
+        };
+        let news = shared.learn(now, &lesson);
+        if news != BreakerNews::Unchanged {
+            on_event(Event::Breaker(news));
         }
     }
 
@@ -189,12 +336,14 @@ impl Loop<'_> {
         run: &mut Run,
         number: u32,
         on_event: &mut dyn FnMut(Event),
-    ) -> (Judged, Option<ServerDelay>, Attempt) {
-        let headers = reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
-        let delays = delay::server_delay(headers, clock.wall());
+    ) -> Attempted {
+        let headers = || reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let now = clock.wall();
+        let delays = delay::server_delay(headers(), now);
+        let quota = ratelimit::exhausted_for(headers(), now);
         run.ignored_delays.extend(delays.ignored);
         let server = delays.delay;
-        let observation = Observation::Status {
+        let mut observation = Observation::Status {
             status: reply.status,
             should_retry: should_retry(&reply),
         };
@@ -203,11 +352,19 @@ impl Loop<'_> {
             status: reply.status,
             server,
         });
-        let mut verdict = decision::classify(observation, self.replay, self.policy);
+        let mut judged = Judged::Verdict(decision::classify(observation, self.replay, self.policy));
         let mut error = None;
-        if verdict == Verdict::Success {
-            match sink.deliver(&mut reply.body) {
-                Ok(_) => run.last_error = None,
+        run.headers = reply.headers.clone();
+        run.failed_body.clear();
+        run.failed_body_truncated = false;
+        if matches!(judged, Judged::Verdict(Verdict::Success)) {
+            let delivered = if self.require.is_empty() {
+                sink.deliver(&mut reply.body)
+            } else {
+                self.check_contract(&mut reply, sink, &mut judged, run)
+            };
+            match delivered {
+                Ok(_) => {}
                 Err(DeliverError::Read { error: e, rewound }) => {
                     let message = format!("the body broke off: {}: {e}", http::io_kind(&e));
                     let phase = if rewound {
@@ -215,34 +372,77 @@ impl Loop<'_> {
                     } else {
                         Phase::Final
                     };
-                    verdict =
-                        decision::classify(Observation::Transport(phase), self.replay, self.policy);
+                    observation = Observation::Transport(phase);
+                    judged =
+                        Judged::Verdict(decision::classify(observation, self.replay, self.policy));
                     error = Some(self.redactor.text(&message));
                     run.last_error = error.clone();
                 }
                 Err(DeliverError::Write(e)) if e.kind() == ErrorKind::BrokenPipe => {
                     // `abide … | head`: the reader has what it wanted.
-                    run.last_error = None;
                 }
                 Err(DeliverError::Write(e)) => {
-                    let attempt = self.attempt(Some(reply.status), None, server, clock, run);
-                    return (
-                        Judged::Internal(format!("cannot write the body: {e}")),
-                        server,
-                        attempt,
-                    );
+                    judged = Judged::Internal(format!("cannot write the body: {e}"));
                 }
             }
         } else {
-            let mut start = Vec::new();
+            let mut kept = Vec::new();
             let _ = (&mut reply.body)
-                .take(ERROR_BODY_KEPT)
-                .read_to_end(&mut start);
-            let text = String::from_utf8_lossy(&start).trim().to_string();
+                .take(self.keep_body.max(ERROR_BODY_KEPT) + 1)
+                .read_to_end(&mut kept);
+            let limit = self.keep_body.max(ERROR_BODY_KEPT) as usize;
+            run.failed_body_truncated = kept.len() > limit;
+            kept.truncate(limit);
+            let start = &kept[..kept.len().min(ERROR_BODY_KEPT as usize)];
+            let text = String::from_utf8_lossy(start).trim().to_string();
             run.last_error = (!text.is_empty()).then(|| self.redactor.text(&text));
+            run.failed_body = kept;
         }
-        let attempt = self.attempt(Some(reply.status), error, server, clock, run);
-        (Judged::Verdict(verdict), server, attempt)
+        if matches!(judged, Judged::Verdict(Verdict::Success)) {
+            run.last_error = None;
+        }
+        Attempted {
+            judged,
+            observation,
+            server,
+            quota,
+            attempt: run.attempt(Some(reply.status), error, server, clock),
+        }
+    }
+
+    /// Holds a 2xx body in memory, checks it against `--require`, and
+    /// delivers it only if it holds; otherwise the verdict becomes Invalid.
+    fn check_contract(
+        &self,
+        reply: &mut Reply,
+        sink: &mut Sink,
+        judged: &mut Judged,
+        run: &mut Run,
+    ) -> Result<u64, DeliverError> {
+        let mut body = Vec::new();
+        (&mut reply.body)
+            .take(CONTRACT_LIMIT + 1)
+            .read_to_end(&mut body)
+            .map_err(|error| DeliverError::Read {
+                error,
+                rewound: true,
+            })?;
+        let verdict = if body.len() as u64 > CONTRACT_LIMIT {
+            Err("the body is larger than the 64 MiB --require can check".to_string())
+        } else {
+            contract::check(&body, self.require)
+        };
+        match verdict {
+            Ok(()) => sink.deliver(&mut body.as_slice()),
+            Err(detail) => {
+                *judged = Judged::Verdict(Verdict::Invalid);
+                run.last_error = Some(detail);
+                run.failed_body_truncated = body.len() as u64 > self.keep_body;
+                body.truncate(self.keep_body as usize);
+                run.failed_body = body;
+                Ok(0)
+            }
+        }
     }
 
     fn failed(
@@ -252,36 +452,20 @@ impl Loop<'_> {
         run: &mut Run,
         number: u32,
         on_event: &mut dyn FnMut(Event),
-    ) -> (Judged, Option<ServerDelay>, Attempt) {
+    ) -> Attempted {
         let message = self.redactor.text(&failure.message);
         on_event(Event::Failed {
             attempt: number,
             error: &message,
         });
         run.last_error = Some(message.clone());
-        let verdict = decision::classify(
-            Observation::Transport(failure.phase),
-            self.replay,
-            self.policy,
-        );
-        let attempt = self.attempt(None, Some(message), None, clock, run);
-        (Judged::Verdict(verdict), None, attempt)
-    }
-
-    fn attempt(
-        &self,
-        status: Option<u16>,
-        error: Option<String>,
-        server_delay: Option<ServerDelay>,
-        clock: &dyn Clock,
-        run: &Run,
-    ) -> Attempt {
-        Attempt {
-            status,
-            error,
-            server_delay,
-            wait: None,
-            ended_at: clock.now() - run.start,
+        let observation = Observation::Transport(failure.phase);
+        Attempted {
+            judged: Judged::Verdict(decision::classify(observation, self.replay, self.policy)),
+            observation,
+            server: None,
+            quota: None,
+            attempt: run.attempt(None, Some(message), None, clock),
         }
     }
 }
@@ -300,6 +484,35 @@ fn should_retry(reply: &Reply) -> Option<bool> {
 }
 
 impl Run {
+    fn attempt(
+        &self,
+        status: Option<u16>,
+        error: Option<String>,
+        server_delay: Option<ServerDelay>,
+        clock: &dyn Clock,
+    ) -> Attempt {
+        Attempt {
+            status,
+            error,
+            server_delay,
+            wait: None,
+            ended_at: clock.now() - self.start,
+        }
+    }
+
+    /// Sleeps, counting the time actually slept as waited.
+    fn sleep(
+        &mut self,
+        duration: Duration,
+        clock: &dyn Clock,
+        sleeper: &mut dyn Sleeper,
+    ) -> Result<(), Kind> {
+        let before = clock.now();
+        let slept = sleeper.sleep(duration);
+        self.waited += clock.now() - before;
+        slept
+    }
+
     fn finish(
         self,
         clock: &dyn Clock,
@@ -320,6 +533,9 @@ impl Run {
             },
             ignored_delays: self.ignored_delays,
             attempts: self.attempts,
+            headers: self.headers,
+            failed_body: self.failed_body,
+            failed_body_truncated: self.failed_body_truncated,
         }
     }
 }
@@ -455,6 +671,9 @@ mod tests {
                 max_time: Duration::from_secs(30),
                 connect_timeout: Duration::from_secs(10),
                 redactor: &redactor,
+                shared: None,
+                require: &[],
+                keep_body: 256,
             };
             let mut sink = Sink::file(std::path::Path::new("/dev/null")).unwrap();
             let draw = self.draw;

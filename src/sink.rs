@@ -23,6 +23,12 @@ pub enum Sink {
     Direct {
         file: File,
     },
+    /// `--agent`: the start of the body, kept in memory for the JSON object.
+    Capture {
+        body: Vec<u8>,
+        limit: u64,
+        truncated: bool,
+    },
 }
 
 /// Why a body could not be delivered.
@@ -38,6 +44,14 @@ pub enum DeliverError {
 impl Sink {
     pub fn stdout() -> Sink {
         Sink::Stdout { written: 0 }
+    }
+
+    pub fn capture(limit: u64) -> Sink {
+        Sink::Capture {
+            body: Vec::new(),
+            limit,
+            truncated: false,
+        }
     }
 
     /// Prepares `-o PATH` before anything is sent, so that an unwritable
@@ -99,6 +113,24 @@ impl Sink {
                 let mut count = 0;
                 copy(body, file, &mut count)
             }
+            Sink::Capture {
+                body: kept,
+                limit,
+                truncated,
+            } => {
+                kept.clear();
+                let read =
+                    body.take(*limit)
+                        .read_to_end(kept)
+                        .map_err(|error| DeliverError::Read {
+                            error,
+                            rewound: true,
+                        })?;
+                // One byte more tells whether there was more; the rest is not read.
+                let mut probe = [0u8; 1];
+                *truncated = matches!(body.read(&mut probe), Ok(1));
+                Ok(read as u64)
+            }
             Sink::Direct { file } => {
                 let mut count = 0;
                 copy(body, file, &mut count).map_err(|e| match e {
@@ -122,7 +154,7 @@ impl Sink {
                     let _ = fs::remove_file(&temp);
                 })
             }
-            Sink::Stdout { .. } | Sink::Direct { .. } => Ok(()),
+            Sink::Stdout { .. } | Sink::Direct { .. } | Sink::Capture { .. } => Ok(()),
         }
     }
 
@@ -203,6 +235,15 @@ mod tests {
         sink.commit().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"complete");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn capture_keeps_the_start_and_notes_the_rest() {
+        let mut sink = Sink::capture(4);
+        assert_eq!(sink.deliver(&mut &b"abcdef"[..]).unwrap(), 4);
+        assert!(matches!(&sink, Sink::Capture { body, truncated: true, .. } if body == b"abcd"));
+        assert_eq!(sink.deliver(&mut &b"xy"[..]).unwrap(), 2);
+        assert!(matches!(&sink, Sink::Capture { body, truncated: false, .. } if body == b"xy"));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! One integration test binary: the real `abide` binary against the real lab
 //! server on 127.0.0.1, asserting on the lab's recorded timeline.
 
+mod agent;
 mod demo;
 mod docs;
 mod env;
 mod fetch;
 mod lab;
+mod scope;
 mod terminal;
 mod util;

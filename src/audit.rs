@@ -1,0 +1,65 @@
+//! `--log FILE`: an append-only audit trail, one JSON line per event of a
+//! run (request, answer or error, wait, breaker, outcome), each with a
+//! sequence number, a UTC timestamp and the run's id. Credentials are already
+//! redacted in everything handed to it. Each line is one `write` on a file
+//! opened for appending, so many processes can share the file without their
+//! lines interleaving.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde_json::{Map, Value, json};
+
+pub struct Audit {
+    file: File,
+    run: String,
+    seq: u64,
+    /// The first write error, reported once; the run goes on without the log.
+    failed: Option<io::Error>,
+}
+
+impl Audit {
+    pub fn open(path: &Path) -> io::Result<Audit> {
+        let mut options = OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        Ok(Audit {
+            file: options.open(path)?,
+            run: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
+            seq: 0,
+            failed: None,
+        })
+    }
+
+    /// Appends one event; `fields` must be a JSON object.
+    pub fn event(&mut self, event: &str, fields: Value) {
+        if self.failed.is_some() {
+            return;
+        }
+        self.seq += 1;
+        let mut line = Map::new();
+        line.insert("seq".into(), json!(self.seq));
+        line.insert(
+            "time".into(),
+            json!(crate::outcome::rfc3339(SystemTime::now())),
+        );
+        line.insert("run".into(), json!(self.run));
+        line.insert("event".into(), json!(event));
+        if let Value::Object(fields) = fields {
+            line.extend(fields);
+        }
+        let mut text = Value::Object(line).to_string();
+        text.push('\n');
+        if let Err(e) = self.file.write_all(text.as_bytes()) {
+            self.failed = Some(e);
+        }
+    }
+
+    /// The write error that stopped the log, if any.
+    pub fn take_error(&mut self) -> Option<io::Error> {
+        self.failed.take()
+    }
+}

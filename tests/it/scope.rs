@@ -1,0 +1,350 @@
+//! Shared scope state: several real `abide` processes against one lab, on
+//! one temporary state directory, judged by the lab's timeline.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use abide::lab::Step;
+
+use crate::util::*;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn with_state(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = abide(args);
+    cmd.arg("--state-dir").arg(dir);
+    cmd
+}
+
+fn spawn(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_all(children: Vec<Child>) -> Vec<Run> {
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: out.stdout,
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_process_honours_the_first_ones_retry_after() {
+    let dir = temp_dir("gate");
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "2"),
+        Step::new(200),
+    ]);
+    let first = finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"");
+    assert_eq!(first.code, 4, "{}", first.stderr);
+    let second = finish(with_state(&dir, &["-v", &lab.url()]), b"");
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 2);
+    let gap = gaps(&records)[0];
+    assert!(
+        gap >= Duration::from_secs(2),
+        "the second process came back after {gap:?}"
+    );
+    assert!(
+        second.stderr.contains("the scope's gate"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(second.outcome()["attempts"], 1);
+    assert!(second.outcome()["waited_ms"].as_u64().unwrap() >= 1900);
+}
+
+#[test]
+fn a_gate_beyond_the_budget_answers_at_once_without_sending() {
+    let dir = temp_dir("gate-budget");
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "30"),
+        Step::new(200),
+    ]);
+    assert_eq!(
+        finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"").code,
+        4
+    );
+    let run = finish(with_state(&dir, &["--max-wait", "5s", &lab.url()]), b"");
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(lab.records().len(), 1, "nothing sent");
+    let o = run.outcome();
+    assert_eq!(o["attempts"], 0);
+    assert!(o["elapsed_ms"].as_u64().unwrap() < 1000);
+    assert!(o["next_allowed_at"].is_string(), "{o}");
+    assert!(o["reason"].as_str().unwrap().contains("Retry-After"), "{o}");
+}
+
+#[test]
+fn a_herd_released_together_stays_out_of_the_window_and_spreads() {
+    let dir = temp_dir("herd");
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "1"),
+        Step::new(200),
+    ]);
+    assert_eq!(
+        finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"").code,
+        4
+    );
+    let herd: Vec<Child> = (0..20)
+        .map(|_| spawn(with_state(&dir, &[&lab.url()])))
+        .collect();
+    let runs = wait_all(herd);
+    assert!(
+        runs.iter().all(|r| r.code == 0),
+        "{:?}",
+        runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
+    );
+    let records = lab.records();
+    assert_eq!(records.len(), 21);
+    let first = records[0].at;
+    let arrivals: Vec<Duration> = records[1..].iter().map(|r| r.at - first).collect();
+    let earliest = *arrivals.iter().min().unwrap();
+    let latest = *arrivals.iter().max().unwrap();
+    assert!(
+        earliest >= Duration::from_secs(1),
+        "a request inside the window: {earliest:?}"
+    );
+    assert!(latest - earliest >= MS(20), "no spread: {arrivals:?}");
+}
+
+fn holds_the_next_run(headers: Vec<(&'static str, String)>, at_least: Duration) {
+    let dir = temp_dir(&format!("pacing-{}", headers[0].0));
+    let mut step = Step::new(200);
+    for (name, value) in &headers {
+        step = step.header(*name, value.as_str());
+    }
+    let lab = scripted(vec![step, Step::new(200)]);
+    let first = finish(with_state(&dir, &[&lab.url()]), b"");
+    assert_eq!(
+        first.code, 0,
+        "a success that says the quota is used up: {}",
+        first.stderr
+    );
+    assert_eq!(finish(with_state(&dir, &[&lab.url()]), b"").code, 0);
+    let gap = gaps(&lab.records())[0];
+    assert!(
+        gap >= at_least,
+        "{headers:?}: the next run came after {gap:?}"
+    );
+}
+
+#[test]
+fn rate_limit_headers_pace_the_next_run() {
+    let reset_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2;
+    let styles = vec![
+        (
+            vec![("RateLimit", "\"lab\";r=0;t=1".to_string())],
+            Duration::from_secs(1),
+        ),
+        (
+            vec![
+                ("RateLimit-Remaining", "0".to_string()),
+                ("RateLimit-Reset", "1".to_string()),
+            ],
+            Duration::from_secs(1),
+        ),
+        (
+            vec![
+                ("X-RateLimit-Remaining", "0".to_string()),
+                ("X-RateLimit-Reset", reset_epoch.to_string()),
+            ],
+            Duration::from_millis(900),
+        ),
+    ];
+    let threads: Vec<_> = styles
+        .into_iter()
+        .map(|(headers, at_least)| {
+            std::thread::spawn(move || holds_the_next_run(headers, at_least))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn rate_holds_for_ten_processes_started_at_once() {
+    let dir = temp_dir("rate");
+    let lab = scripted(vec![Step::new(200)]);
+    let runs = wait_all(
+        (0..10)
+            .map(|_| spawn(with_state(&dir, &["--rate", "5/s", &lab.url()])))
+            .collect(),
+    );
+    assert!(runs.iter().all(|r| r.code == 0));
+    let at: Vec<Duration> = lab.records().iter().map(|r| r.at).collect();
+    assert_eq!(at.len(), 10);
+    // No burst: any six consecutive requests span at least a second.
+    for w in at.windows(6) {
+        assert!(
+            w[5] - w[0] >= MS(970),
+            "six requests within {:?}: {at:?}",
+            w[5] - w[0]
+        );
+    }
+}
+
+#[test]
+fn max_concurrent_is_never_exceeded() {
+    let dir = temp_dir("concurrent");
+    let lab = scripted(vec![Step::new(200).delay(MS(200))]);
+    let runs = wait_all(
+        (0..6)
+            .map(|_| spawn(with_state(&dir, &["--max-concurrent", "2", &lab.url()])))
+            .collect(),
+    );
+    assert!(
+        runs.iter().all(|r| r.code == 0),
+        "{:?}",
+        runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
+    );
+    assert_eq!(lab.records().len(), 6);
+    assert_eq!(lab.max_in_flight(), 2);
+}
+
+#[test]
+fn the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes() {
+    let dir = temp_dir("breaker");
+    let lab = scripted(vec![
+        Step::new(503),
+        Step::new(503),
+        Step::new(503),
+        Step::new(200).delay(MS(300)),
+        Step::new(200),
+    ]);
+    let args = [
+        "--breaker",
+        "3",
+        "--breaker-cooldown",
+        "1s",
+        "--backoff",
+        "10ms",
+        "--attempts",
+        "6",
+    ];
+    let url = lab.url();
+    let with = |extra: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend_from_slice(extra);
+        all.push(&url);
+        with_state(&dir, &all)
+    };
+    // Its own failures reach the threshold: the run ends CIRCUIT_OPEN.
+    let first = finish(with(&[]), b"");
+    assert_eq!(first.code, 6, "{}", first.stderr);
+    assert_eq!(first.outcome()["attempts"], 3);
+    assert_eq!(lab.records().len(), 3);
+    // While open: nothing sent, an immediate answer with the half-open time.
+    let refused = finish(with(&[]), b"");
+    assert_eq!(refused.code, 6);
+    let o = refused.outcome();
+    assert_eq!(o["attempts"], 0);
+    assert_eq!(o["outcome"], "CIRCUIT_OPEN");
+    assert!(o["next_allowed_at"].is_string());
+    assert_eq!(lab.records().len(), 3);
+    std::thread::sleep(MS(1100));
+    // Half-open: of five at once, exactly one probes.
+    let runs = wait_all((0..5).map(|_| spawn(with(&[]))).collect());
+    let sent: Vec<u64> = runs
+        .iter()
+        .map(|r| r.outcome()["attempts"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sent.iter().sum::<u64>(), 1, "{sent:?}");
+    assert_eq!(runs.iter().filter(|r| r.code == 0).count(), 1);
+    assert_eq!(runs.iter().filter(|r| r.code == 6).count(), 4);
+    assert_eq!(lab.records().len(), 4);
+    // The probe succeeded: closed for everyone.
+    let after = finish(with(&[]), b"");
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    assert_eq!(lab.records().len(), 5);
+}
+
+#[test]
+fn a_garbage_state_file_is_survived() {
+    let dir = temp_dir("garbage");
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "30"),
+        Step::new(200),
+    ]);
+    assert_eq!(
+        finish(with_state(&dir, &["--attempts", "1", &lab.url()]), b"").code,
+        4
+    );
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            std::fs::write(&path, b"\x00{{garbage").unwrap();
+        }
+    }
+    let run = finish(with_state(&dir, &["-v", &lab.url()]), b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("treating it as empty"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn no_state_writes_nothing() {
+    let dir = temp_dir("nostate").join("state");
+    let lab = scripted(vec![
+        Step::new(429).header("retry-after-ms", "1"),
+        Step::new(200),
+    ]);
+    let run = finish(
+        with_state(&dir, &["--no-state", "--floor", "0", &lab.url()]),
+        b"",
+    );
+    assert_eq!(run.code, 0);
+    assert!(!dir.exists());
+    let mut cmd = abide(&["--floor", "0", &lab.url()]);
+    cmd.env("ABIDE_STATE_DIR", &dir)
+        .env("ABIDE_NO_STATE", "true");
+    assert_eq!(finish(cmd, b"").code, 0);
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_named_scope_groups_different_urls() {
+    let dir = temp_dir("named");
+    let a = scripted(vec![Step::new(429).header("Retry-After", "30")]);
+    let b = scripted(vec![Step::new(200)]);
+    let first = finish(
+        with_state(
+            &dir,
+            &["--scope", "acme:token-1", "--attempts", "1", &a.url()],
+        ),
+        b"",
+    );
+    assert_eq!(first.outcome()["scope"], "acme:token-1");
+    let other = finish(
+        with_state(
+            &dir,
+            &["--scope", "acme:token-1", "--max-wait", "2s", &b.url()],
+        ),
+        b"",
+    );
+    assert_eq!(other.code, 5, "the same scope is closed: {}", other.stderr);
+    assert_eq!(b.records().len(), 0);
+    let own = finish(with_state(&dir, &[&b.url()]), b"");
+    assert_eq!(own.code, 0, "another scope is open");
+    assert_eq!(own.outcome()["scope"], b.url());
+}
