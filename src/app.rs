@@ -4,8 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
-
 use crate::agent::AgentObject;
 use crate::audit::Audit;
 use crate::cancel::Cancel;
@@ -13,18 +11,15 @@ use crate::cli::{self, Cli, Command};
 use crate::http::Http;
 use crate::outcome::{Kind, Line, Record, Why};
 use crate::plan::{self, Backend, OutcomeTo, Plan};
+use crate::progress::{self, Progress};
 use crate::retry::{Event, Loop, SystemClock};
 use crate::scope;
-use crate::scope::BreakerNews;
 use crate::shared::Shared;
 use crate::sink::Sink;
 use crate::store::{FileStore, RedisStore, Store};
 
 pub fn main() -> ExitCode {
-    let cli = match cli::command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m))
-    {
+    let cli = match cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind as E;
@@ -41,7 +36,10 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::Lab(args)) => crate::lab::run(args),
         Some(Command::Demo) => crate::demo::run(),
-        None => Ok(fetch(&cli)),
+        None => match cli.generate {
+            Some(kind) => crate::docs::print(kind),
+            None => Ok(fetch(&cli)),
+        },
     };
     result.unwrap_or_else(|e| {
         if !is_broken_pipe(&e) {
@@ -169,21 +167,27 @@ fn fetch(cli: &Cli) -> ExitCode {
             require: &plan.require,
             keep_body: if agent { plan.max_body } else { 0 },
         };
-        looper.run(
-            &mut transport,
+        let progress = Progress::new(
+            &plan,
+            verbose,
+            progress::on_terminal(cli.output.silent || agent),
+        );
+        let record = looper.run(
+            &mut progress.watch(&mut transport),
             &mut sink,
             &SystemClock,
             &mut cancel,
             &mut rand::random::<f64>,
             &mut |event| {
-                if verbose {
-                    eprintln!("abide: {}", narrate(&plan, &event));
-                }
+                progress.event(&event);
                 if let Some(audit) = &mut audit {
                     log_event(audit, &plan, &event);
                 }
             },
-        )
+        );
+        // Off the screen before anything else is written: notes, outcome.
+        progress.finish();
+        record
     };
     if let Some(shared) = &shared {
         shared.release();
@@ -348,49 +352,4 @@ fn write_outcome(plan: &Plan, line: &Line) {
             // One write per line, so runs sharing the file never interleave.
             .and_then(|mut f| f.write_all(line.as_bytes())),
     };
-}
-
-/// One human line per event, for `-v`.
-fn narrate(plan: &Plan, event: &Event) -> String {
-    match event {
-        Event::Sending { attempt, limits } => format!(
-            "attempt {attempt}/{}: {} {} (time limit {:.1}s)",
-            plan.policy.attempts,
-            plan.context.method,
-            plan.context.url,
-            limits.total.as_secs_f64()
-        ),
-        Event::Answered {
-            attempt,
-            status,
-            server,
-        } => match server {
-            Some(s) => format!(
-                "attempt {attempt}: {status}, {} {:.3}s",
-                s.source.header(),
-                s.delay.as_secs_f64()
-            ),
-            None => format!("attempt {attempt}: {status}"),
-        },
-        Event::Failed { attempt, error } => format!("attempt {attempt}: {error}"),
-        Event::Breaker(BreakerNews::Opened { until }) => format!(
-            "circuit breaker of scope {} opened until {}",
-            plan.context.scope,
-            crate::outcome::rfc3339(
-                std::time::UNIX_EPOCH + std::time::Duration::from_millis(*until)
-            )
-        ),
-        Event::Breaker(BreakerNews::Closed) => {
-            format!("circuit breaker of scope {} closed", plan.context.scope)
-        }
-        Event::Breaker(BreakerNews::Unchanged) => String::new(),
-        Event::Waiting { wait, retry } => {
-            let why = wait.reason();
-            format!(
-                "waiting {:.3}s before attempt {} ({why})",
-                wait.duration.as_secs_f64(),
-                retry + 1
-            )
-        }
-    }
 }

@@ -6,7 +6,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::builder::FalseyValueParser;
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::outcome::Kind;
 use crate::units::parse_duration;
@@ -38,6 +41,10 @@ pub struct Cli {
     /// The URL to request; without a scheme, http:// is assumed (as curl does).
     #[arg(value_name = "URL", required = true)]
     pub url: Option<String>,
+
+    /// Print the man page or a shell completion script (see scripts/generate-docs).
+    #[arg(long, value_name = "KIND", hide = true, conflicts_with = "url")]
+    pub generate: Option<crate::docs::Generate>,
 
     #[command(flatten)]
     pub request: RequestArgs,
@@ -115,11 +122,13 @@ pub struct RequestArgs {
     pub cacert: Option<PathBuf>,
 
     /// Longest time to connect, per attempt.
-    #[arg(long = "connect-timeout", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long = "connect-timeout", value_name = "DURATION", env = "ABIDE_CONNECT_TIMEOUT",
+          default_value = "10s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
 
     /// Longest time for one attempt, never beyond what is left of --budget.
-    #[arg(short = 'm', long = "max-time", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    #[arg(short = 'm', long = "max-time", value_name = "DURATION", env = "ABIDE_MAX_TIME",
+          default_value = "30s", value_parser = parse_duration)]
     pub max_time: Duration,
 }
 
@@ -131,8 +140,8 @@ pub struct PolicyArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub attempts: u32,
 
-    /// curl's spelling: N retries, that is N+1 attempts.
-    #[arg(long, value_name = "N", conflicts_with = "attempts", value_parser = clap::value_parser!(u32).range(0..1000))]
+    /// curl's spelling: N retries, that is N+1 attempts (wins over ABIDE_ATTEMPTS).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..1000))]
     pub retry: Option<u32>,
 
     /// Wall-clock budget for the whole run, waits and requests together. No wait
@@ -195,7 +204,8 @@ pub struct ScopeArgs {
     pub state_dir: Option<PathBuf>,
 
     /// Keep and read no shared state at all.
-    #[arg(long = "no-state", env = "ABIDE_NO_STATE", conflicts_with = "state")]
+    #[arg(long = "no-state", env = "ABIDE_NO_STATE", conflicts_with = "state",
+          value_parser = FalseyValueParser::new())]
     pub no_state: bool,
 
     /// Share scope state through Redis instead of local files, so that many
@@ -206,7 +216,7 @@ pub struct ScopeArgs {
 
     /// Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state
     /// when the state store cannot be used.
-    #[arg(long = "state-required", env = "ABIDE_STATE_REQUIRED")]
+    #[arg(long = "state-required", env = "ABIDE_STATE_REQUIRED", value_parser = FalseyValueParser::new())]
     pub state_required: bool,
 
     /// Client-side pacing shared by every process of the scope, N/UNIT
@@ -252,11 +262,12 @@ pub struct OutputArgs {
     pub outcome: String,
 
     /// No progress display or notes; the outcome line is still written.
-    #[arg(short = 's', long)]
+    #[arg(short = 's', long, env = "ABIDE_SILENT", value_parser = FalseyValueParser::new())]
     pub silent: bool,
 
-    /// One line per attempt and per wait on stderr.
-    #[arg(short = 'v', long)]
+    /// One line per attempt and per wait on stderr: the answer or error, the
+    /// server's delay, the wait chosen and why.
+    #[arg(short = 'v', long, env = "ABIDE_VERBOSE", value_parser = FalseyValueParser::new())]
     pub verbose: bool,
 
     /// Append an audit log to FILE: one JSON line per event (request, answer
@@ -271,7 +282,7 @@ pub struct AgentArgs {
     /// Agent tool mode: stdout gets exactly one JSON object (the outcome plus
     /// body, body_truncated and headers), on success, failure and usage errors
     /// alike; nothing else is written.
-    #[arg(long, env = "ABIDE_AGENT")]
+    #[arg(long, env = "ABIDE_AGENT", value_parser = FalseyValueParser::new())]
     pub agent: bool,
 
     /// Largest body kept in the --agent object (and checked by --require
@@ -417,48 +428,103 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 }
 
 /// The decision table in brief, for the end of `--help` and the man page.
+/// Lines stay within 72 columns so that both fit an 80-column terminal.
 pub const DECISION_TABLE: &str = "\
-2xx, and 3xx without -L          SUCCEEDED, body written
-408, 429                          retried, for every method
-500, 502, 503, 504 (--retry-on)   retried when safe to repeat, else SIDE_EFFECT_UNKNOWN
-other 4xx and 5xx                 NON_RETRYABLE, never retried
-x-should-retry: true|false        overrides the status
-failure before sending            retried, for every method
-failure after sending             retried when safe to repeat, else SIDE_EFFECT_UNKNOWN
-Safe to repeat: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or --idempotency-key / --idempotent.
-Wait: retry-after-ms, else Retry-After (seconds or HTTP-date), raised to --floor, plus
-jitter; without one, full-jitter backoff. A wait beyond --max-wait or the budget ends the
-run at once with BUDGET_EXHAUSTED and next_allowed_at.";
+2xx; 3xx without -L    SUCCEEDED, the body is written
+408, 429               retried, whatever the method
+500, 502, 503, 504     retried if idempotent, else SIDE_EFFECT_UNKNOWN
+other 4xx and 5xx      NON_RETRYABLE, never retried
+failure before sending retried, whatever the method
+failure after sending  retried if idempotent, else SIDE_EFFECT_UNKNOWN
+
+x-should-retry or Stripe-Should-Retry: true|false overrides the status.
+Idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and any request
+sent with --idempotency-key or --idempotent. Retried: --retry-on.
+Wait: retry-after-ms, else Retry-After (seconds or HTTP-date), raised
+to --floor, plus jitter; without a server delay, full-jitter backoff.
+A wait beyond --max-wait or the budget ends the run at once with
+BUDGET_EXHAUSTED and next_allowed_at.";
 
 pub fn exit_codes() -> String {
     Kind::ALL
         .iter()
-        .map(|k| format!("{:>3}  {:<20} {}", k.exit_code(), k.name(), k.meaning()))
+        .map(|k| format!("{:>3}  {:<19}  {}", k.exit_code(), k.name(), k.meaning()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Parses a command line. `--retry` and `--attempts` are two spellings of
+/// one setting: both on the command line is a usage error, but `--retry`
+/// must win over ABIDE_ATTEMPTS, which clap's `conflicts_with` would reject
+/// (it counts a value from the environment as given).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut command = command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if matches.contains_id("retry")
+        && matches.value_source("attempts") == Some(ValueSource::CommandLine)
+    {
+        return Err(command.error(
+            ErrorKind::ArgumentConflict,
+            "the argument '--retry <N>' cannot be used with '--attempts <N>'",
+        ));
+    }
+    Cli::from_arg_matches(&matches)
 }
 
 /// The command with its generated long help; `--help`, completions and the
 /// man page all come from here.
 pub fn command() -> clap::Command {
+    let examples: Vec<String> = EXAMPLES
+        .iter()
+        .map(|(what, how)| format!("  # {what}\n{}", indent(how)))
+        .collect();
     Cli::command().after_long_help(format!(
-        "Decision table:\n{}\n\nExit codes:\n{}\n\nExamples:\n  {}",
+        "Decision table:\n{}\n\nExit codes:\n{}\n\nExamples:\n{}",
         indent(DECISION_TABLE),
         indent(&exit_codes()),
-        EXAMPLES.join("\n  ")
+        examples.join("\n\n")
     ))
 }
 
-pub const EXAMPLES: [&str; 4] = [
-    "abide https://api.example.com/v1/items -o items.json",
-    "abide --attempts 6 --budget 2m -X POST --json @order.json --idempotency-key auto https://api.example.com/orders",
-    "abide https://api.example.com/v1/items 2>&1 >/dev/null | jq -r .outcome",
-    "abide demo",
+/// What each example shows, and the example (lines within 72 columns).
+pub const EXAMPLES: [(&str, &str); 5] = [
+    (
+        "the body to a file, replaced only by a complete answer",
+        "abide https://api.example.com/v1/items -o items.json",
+    ),
+    (
+        "a POST made safe to retry, with more attempts and a longer budget",
+        "abide --attempts 6 --budget 2m -X POST --json @order.json \\\n      \
+         --idempotency-key auto https://api.example.com/orders",
+    ),
+    (
+        "the outcome alone, for a script",
+        "abide https://api.example.com/v1/items 2>&1 >/dev/null | jq -r .outcome",
+    ),
+    (
+        "defaults from the environment; a flag on the command line still wins",
+        "export ABIDE_ATTEMPTS=6 ABIDE_BUDGET=2m\n\
+         abide --attempts 2 https://api.example.com/v1/items",
+    ),
+    (
+        "see in ten seconds what abide does, against a lab in the process",
+        "abide demo",
+    ),
 ];
 
 fn indent(text: &str) -> String {
     text.lines()
-        .map(|l| format!("  {l}"))
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

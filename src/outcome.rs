@@ -85,7 +85,7 @@ impl Kind {
     pub fn meaning(self) -> &'static str {
         match self {
             Kind::Succeeded => "a 2xx answer (or a 3xx without -L)",
-            Kind::InternalError => "abide itself failed (e.g. cannot write the output file)",
+            Kind::InternalError => "abide itself failed (e.g. could not write -o FILE)",
             Kind::UsageError => "bad flag, URL or header; nothing was sent",
             Kind::NonRetryable => "a 4xx/5xx that retrying will not change",
             Kind::RetryExhausted => "still failing when --attempts ran out",
@@ -304,7 +304,7 @@ struct Words<'a> {
     next_allowed_at: Option<&'a str>,
 }
 
-fn status_text(status: u16) -> String {
+pub(crate) fn status_text(status: u16) -> String {
     match ureq::http::StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())

@@ -357,14 +357,13 @@ fn body(cli: &Cli, stdin: &mut dyn Read) -> Result<(Body, Option<&'static str>),
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn plan_of(args: &[&str]) -> Result<Plan, String> {
         plan_with_stdin(args, b"")
     }
 
     fn plan_with_stdin(args: &[&str], stdin: &[u8]) -> Result<Plan, String> {
-        let cli = Cli::try_parse_from(std::iter::once("abide").chain(args.iter().copied()))
+        let cli = crate::cli::parse_from(std::iter::once("abide").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
         plan(&cli, &mut &stdin[..])
     }

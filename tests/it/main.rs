@@ -3,8 +3,11 @@
 
 mod agent;
 mod demo;
+mod docs;
+mod env;
 mod fetch;
 mod fleet;
 mod lab;
 mod scope;
+mod terminal;
 mod util;

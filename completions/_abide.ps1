@@ -1,0 +1,125 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'abide'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'abide' {
+            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page or a shell completion script (see scripts/generate-docs)')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'HTTP method (default: GET, or POST when a body is given)')
+            [CompletionResult]::new('--request', '--request', [CompletionResultType]::ParameterName, 'HTTP method (default: GET, or POST when a body is given)')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'Add a header, "Name: value" (repeatable). "Name:" removes a default header')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'Add a header, "Name: value" (repeatable). "Name:" removes a default header')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded. Repeated values are joined with &')
+            [CompletionResult]::new('--data', '--data', [CompletionResultType]::ParameterName, 'Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded. Repeated values are joined with &')
+            [CompletionResult]::new('--data-binary', '--data-binary', [CompletionResultType]::ParameterName, 'Body as raw bytes; @FILE and @- as for --data')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json')
+            [CompletionResult]::new('-u', '-u', [CompletionResultType]::ParameterName, 'Basic authentication, USER:PASSWORD')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'Basic authentication, USER:PASSWORD')
+            [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'User-Agent header [default: abide/VERSION]')
+            [CompletionResult]::new('--user-agent', '--user-agent', [CompletionResultType]::ParameterName, 'User-Agent header [default: abide/VERSION]')
+            [CompletionResult]::new('-x', '-x', [CompletionResultType]::ParameterName, 'Proxy URL (http://, https://, socks5://); the usual proxy environment variables are honoured without it')
+            [CompletionResult]::new('--proxy', '--proxy', [CompletionResultType]::ParameterName, 'Proxy URL (http://, https://, socks5://); the usual proxy environment variables are honoured without it')
+            [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Trust the CA certificates in this PEM file instead of the built-in roots')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Longest time to connect, per attempt')
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Longest time for one attempt, never beyond what is left of --budget')
+            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Longest time for one attempt, never beyond what is left of --budget')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Total requests at most; 1 means no retry')
+            [CompletionResult]::new('--retry', '--retry', [CompletionResultType]::ParameterName, 'curl''s spelling: N retries, that is N+1 attempts (wins over ABIDE_ATTEMPTS)')
+            [CompletionResult]::new('--budget', '--budget', [CompletionResultType]::ParameterName, 'Wall-clock budget for the whole run, waits and requests together. No wait is started that would end beyond it; the attempt in flight is cut at it')
+            [CompletionResult]::new('--max-wait', '--max-wait', [CompletionResultType]::ParameterName, 'Longest single wait accepted; a longer server delay ends the run at once with BUDGET_EXHAUSTED [default: no limit but the budget]')
+            [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Retryable statuses, comma-separated')
+            [CompletionResult]::new('--floor', '--floor', [CompletionResultType]::ParameterName, 'Least wait after a server-given delay: Retry-After 0, negative values and past dates wait this long, never zero')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Upward-only jitter on server-given delays: up to FRACTION of the wait, at most 2 s; 0 turns it off')
+            [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'First backoff step when the server gave no delay (full jitter, doubling)')
+            [CompletionResult]::new('--backoff-max', '--backoff-max', [CompletionResultType]::ParameterName, 'Largest backoff step')
+            [CompletionResult]::new('--idempotency-key', '--idempotency-key', [CompletionResultType]::ParameterName, 'Send this Idempotency-Key (or a random UUID for "auto") on every attempt, and treat the request as safe to repeat')
+            [CompletionResult]::new('--scope', '--scope', [CompletionResultType]::ParameterName, 'What a provider''s limit applies to: runs of one scope share one Retry-After gate, --rate, --max-concurrent and circuit breaker [default: the URL''s origin, scheme://host:port]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Where scope state is kept, one small private file per scope [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Share scope state through Redis instead of local files, so that many machines share one gate, pace, limit and breaker: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS')
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'Client-side pacing shared by every process of the scope, N/UNIT (5/s, 100/m, 1000/h): no burst beyond it even when many start at once')
+            [CompletionResult]::new('--max-concurrent', '--max-concurrent', [CompletionResultType]::ParameterName, 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget')
+            [CompletionResult]::new('--breaker', '--breaker', [CompletionResultType]::ParameterName, 'Consecutive failed attempts of the scope (retryable 5xx and transport failures; not 429) that open its circuit breaker; 0 turns it off. It is consulted before every attempt, so a run whose own failures reach N ends with CIRCUIT_OPEN')
+            [CompletionResult]::new('--breaker-cooldown', '--breaker-cooldown', [CompletionResultType]::ParameterName, 'How long an open breaker refuses requests before one probe may pass')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched)')
+            [CompletionResult]::new('--outcome', '--outcome', [CompletionResultType]::ParameterName, 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to')
+            [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Append an audit log to FILE: one JSON line per event (request, answer or error, wait, outcome), credentials redacted; many runs may share it')
+            [CompletionResult]::new('--max-body', '--max-body', [CompletionResultType]::ParameterName, 'Largest body kept in the --agent object (and checked by --require without -o); sizes like 1KiB, 2MiB')
+            [CompletionResult]::new('--require', '--require', [CompletionResultType]::ParameterName, 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key')
+            [CompletionResult]::new('--task-ttl', '--task-ttl', [CompletionResultType]::ParameterName, 'How long a task''s idempotency key is kept')
+            [CompletionResult]::new('-L', '-L ', [CompletionResultType]::ParameterName, 'Follow redirects (at most 10); without it a 3xx answer is final')
+            [CompletionResult]::new('--location', '--location', [CompletionResultType]::ParameterName, 'Follow redirects (at most 10); without it a 3xx answer is final')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate')
+            [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate')
+            [CompletionResult]::new('--idempotent', '--idempotent', [CompletionResultType]::ParameterName, 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)')
+            [CompletionResult]::new('--no-state', '--no-state', [CompletionResultType]::ParameterName, 'Keep and read no shared state at all')
+            [CompletionResult]::new('--state-required', '--state-required', [CompletionResultType]::ParameterName, 'Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state when the state store cannot be used')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'No progress display or notes; the outcome line is still written')
+            [CompletionResult]::new('--silent', '--silent', [CompletionResultType]::ParameterName, 'No progress display or notes; the outcome line is still written')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('lab', 'lab', [CompletionResultType]::ParameterValue, 'Run a local rate-limited HTTP server that catches clients which retry too early')
+            [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Show in ten seconds what abide does, against a lab started in-process')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'abide;lab' {
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Port to listen on, on 127.0.0.1 only (0 picks a free port)')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Requests each client may make per window before it gets 429')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Length of each client''s fixed window, starting at its first request')
+            [CompletionResult]::new('--skew', '--skew', [CompletionResultType]::ParameterName, 'How much before its Retry-After moment a retry still counts as on time')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop after this long and print the summary (default: run until Ctrl-C)')
+            [CompletionResult]::new('--script', '--script', [CompletionResultType]::ParameterName, 'Answer all clients from a fixed sequence instead of the limiter; the last step repeats. Steps are comma-separated, each STATUS followed by any of :ra=SECONDS (Retry-After), :delay=DURATION, and one of :close, :truncate, :hang. Example: 429:ra=1,503,200:delay=2s')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'abide;demo' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'abide;help' {
+            [CompletionResult]::new('lab', 'lab', [CompletionResultType]::ParameterValue, 'Run a local rate-limited HTTP server that catches clients which retry too early')
+            [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Show in ten seconds what abide does, against a lab started in-process')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'abide;help;lab' {
+            break
+        }
+        'abide;help;demo' {
+            break
+        }
+        'abide;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,113 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[abide] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'abide'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'abide'= {
+            cand --generate 'Print the man page or a shell completion script (see scripts/generate-docs)'
+            cand -X 'HTTP method (default: GET, or POST when a body is given)'
+            cand --request 'HTTP method (default: GET, or POST when a body is given)'
+            cand -H 'Add a header, "Name: value" (repeatable). "Name:" removes a default header'
+            cand --header 'Add a header, "Name: value" (repeatable). "Name:" removes a default header'
+            cand -d 'Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded. Repeated values are joined with &'
+            cand --data 'Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded. Repeated values are joined with &'
+            cand --data-binary 'Body as raw bytes; @FILE and @- as for --data'
+            cand --json 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json'
+            cand -u 'Basic authentication, USER:PASSWORD'
+            cand --user 'Basic authentication, USER:PASSWORD'
+            cand -A 'User-Agent header [default: abide/VERSION]'
+            cand --user-agent 'User-Agent header [default: abide/VERSION]'
+            cand -x 'Proxy URL (http://, https://, socks5://); the usual proxy environment variables are honoured without it'
+            cand --proxy 'Proxy URL (http://, https://, socks5://); the usual proxy environment variables are honoured without it'
+            cand --cacert 'Trust the CA certificates in this PEM file instead of the built-in roots'
+            cand --connect-timeout 'Longest time to connect, per attempt'
+            cand -m 'Longest time for one attempt, never beyond what is left of --budget'
+            cand --max-time 'Longest time for one attempt, never beyond what is left of --budget'
+            cand --attempts 'Total requests at most; 1 means no retry'
+            cand --retry 'curl''s spelling: N retries, that is N+1 attempts (wins over ABIDE_ATTEMPTS)'
+            cand --budget 'Wall-clock budget for the whole run, waits and requests together. No wait is started that would end beyond it; the attempt in flight is cut at it'
+            cand --max-wait 'Longest single wait accepted; a longer server delay ends the run at once with BUDGET_EXHAUSTED [default: no limit but the budget]'
+            cand --retry-on 'Retryable statuses, comma-separated'
+            cand --floor 'Least wait after a server-given delay: Retry-After 0, negative values and past dates wait this long, never zero'
+            cand --jitter 'Upward-only jitter on server-given delays: up to FRACTION of the wait, at most 2 s; 0 turns it off'
+            cand --backoff 'First backoff step when the server gave no delay (full jitter, doubling)'
+            cand --backoff-max 'Largest backoff step'
+            cand --idempotency-key 'Send this Idempotency-Key (or a random UUID for "auto") on every attempt, and treat the request as safe to repeat'
+            cand --scope 'What a provider''s limit applies to: runs of one scope share one Retry-After gate, --rate, --max-concurrent and circuit breaker [default: the URL''s origin, scheme://host:port]'
+            cand --state-dir 'Where scope state is kept, one small private file per scope [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]'
+            cand --state 'Share scope state through Redis instead of local files, so that many machines share one gate, pace, limit and breaker: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS'
+            cand --rate 'Client-side pacing shared by every process of the scope, N/UNIT (5/s, 100/m, 1000/h): no burst beyond it even when many start at once'
+            cand --max-concurrent 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget'
+            cand --breaker 'Consecutive failed attempts of the scope (retryable 5xx and transport failures; not 429) that open its circuit breaker; 0 turns it off. It is consulted before every attempt, so a run whose own failures reach N ends with CIRCUIT_OPEN'
+            cand --breaker-cooldown 'How long an open breaker refuses requests before one probe may pass'
+            cand -o 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched)'
+            cand --output 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched)'
+            cand --outcome 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to'
+            cand --log 'Append an audit log to FILE: one JSON line per event (request, answer or error, wait, outcome), credentials redacted; many runs may share it'
+            cand --max-body 'Largest body kept in the --agent object (and checked by --require without -o); sizes like 1KiB, 2MiB'
+            cand --require 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried'
+            cand --no-progress 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off'
+            cand --task 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key'
+            cand --task-ttl 'How long a task''s idempotency key is kept'
+            cand -L 'Follow redirects (at most 10); without it a 3xx answer is final'
+            cand --location 'Follow redirects (at most 10); without it a 3xx answer is final'
+            cand -k 'Do not verify the server''s TLS certificate'
+            cand --insecure 'Do not verify the server''s TLS certificate'
+            cand --idempotent 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'
+            cand --no-state 'Keep and read no shared state at all'
+            cand --state-required 'Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state when the state store cannot be used'
+            cand -s 'No progress display or notes; the outcome line is still written'
+            cand --silent 'No progress display or notes; the outcome line is still written'
+            cand -v 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why'
+            cand --verbose 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why'
+            cand --agent 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand lab 'Run a local rate-limited HTTP server that catches clients which retry too early'
+            cand demo 'Show in ten seconds what abide does, against a lab started in-process'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'abide;lab'= {
+            cand --port 'Port to listen on, on 127.0.0.1 only (0 picks a free port)'
+            cand --limit 'Requests each client may make per window before it gets 429'
+            cand --window 'Length of each client''s fixed window, starting at its first request'
+            cand --skew 'How much before its Retry-After moment a retry still counts as on time'
+            cand --duration 'Stop after this long and print the summary (default: run until Ctrl-C)'
+            cand --script 'Answer all clients from a fixed sequence instead of the limiter; the last step repeats. Steps are comma-separated, each STATUS followed by any of :ra=SECONDS (Retry-After), :delay=DURATION, and one of :close, :truncate, :hang. Example: 429:ra=1,503,200:delay=2s'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'abide;demo'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'abide;help'= {
+            cand lab 'Run a local rate-limited HTTP server that catches clients which retry too early'
+            cand demo 'Show in ten seconds what abide does, against a lab started in-process'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'abide;help;lab'= {
+        }
+        &'abide;help;demo'= {
+        }
+        &'abide;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

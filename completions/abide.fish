@@ -1,0 +1,92 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_abide_global_optspecs
+    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= connect-timeout= m/max-time= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= outcome= s/silent v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
+end
+
+function __fish_abide_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_abide_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_abide_using_subcommand
+    set -l cmd (__fish_abide_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c abide -n "__fish_abide_needs_command" -l generate -d 'Print the man page or a shell completion script (see scripts/generate-docs)' -r -f -a "man\t''
+complete-bash\t''
+complete-zsh\t''
+complete-fish\t''
+complete-powershell\t''
+complete-elvish\t''"
+complete -c abide -n "__fish_abide_needs_command" -s X -l request -d 'HTTP method (default: GET, or POST when a body is given)' -r
+complete -c abide -n "__fish_abide_needs_command" -s H -l header -d 'Add a header, "Name: value" (repeatable). "Name:" removes a default header' -r
+complete -c abide -n "__fish_abide_needs_command" -s d -l data -d 'Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded. Repeated values are joined with &' -r
+complete -c abide -n "__fish_abide_needs_command" -l data-binary -d 'Body as raw bytes; @FILE and @- as for --data' -r
+complete -c abide -n "__fish_abide_needs_command" -l json -d 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json' -r
+complete -c abide -n "__fish_abide_needs_command" -s u -l user -d 'Basic authentication, USER:PASSWORD' -r
+complete -c abide -n "__fish_abide_needs_command" -s A -l user-agent -d 'User-Agent header [default: abide/VERSION]' -r
+complete -c abide -n "__fish_abide_needs_command" -s x -l proxy -d 'Proxy URL (http://, https://, socks5://); the usual proxy environment variables are honoured without it' -r
+complete -c abide -n "__fish_abide_needs_command" -l cacert -d 'Trust the CA certificates in this PEM file instead of the built-in roots' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l connect-timeout -d 'Longest time to connect, per attempt' -r
+complete -c abide -n "__fish_abide_needs_command" -s m -l max-time -d 'Longest time for one attempt, never beyond what is left of --budget' -r
+complete -c abide -n "__fish_abide_needs_command" -l attempts -d 'Total requests at most; 1 means no retry' -r
+complete -c abide -n "__fish_abide_needs_command" -l retry -d 'curl\'s spelling: N retries, that is N+1 attempts (wins over ABIDE_ATTEMPTS)' -r
+complete -c abide -n "__fish_abide_needs_command" -l budget -d 'Wall-clock budget for the whole run, waits and requests together. No wait is started that would end beyond it; the attempt in flight is cut at it' -r
+complete -c abide -n "__fish_abide_needs_command" -l max-wait -d 'Longest single wait accepted; a longer server delay ends the run at once with BUDGET_EXHAUSTED [default: no limit but the budget]' -r
+complete -c abide -n "__fish_abide_needs_command" -l retry-on -d 'Retryable statuses, comma-separated' -r
+complete -c abide -n "__fish_abide_needs_command" -l floor -d 'Least wait after a server-given delay: Retry-After 0, negative values and past dates wait this long, never zero' -r
+complete -c abide -n "__fish_abide_needs_command" -l jitter -d 'Upward-only jitter on server-given delays: up to FRACTION of the wait, at most 2 s; 0 turns it off' -r
+complete -c abide -n "__fish_abide_needs_command" -l backoff -d 'First backoff step when the server gave no delay (full jitter, doubling)' -r
+complete -c abide -n "__fish_abide_needs_command" -l backoff-max -d 'Largest backoff step' -r
+complete -c abide -n "__fish_abide_needs_command" -l idempotency-key -d 'Send this Idempotency-Key (or a random UUID for "auto") on every attempt, and treat the request as safe to repeat' -r
+complete -c abide -n "__fish_abide_needs_command" -l scope -d 'What a provider\'s limit applies to: runs of one scope share one Retry-After gate, --rate, --max-concurrent and circuit breaker [default: the URL\'s origin, scheme://host:port]' -r
+complete -c abide -n "__fish_abide_needs_command" -l state-dir -d 'Where scope state is kept, one small private file per scope [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l state -d 'Share scope state through Redis instead of local files, so that many machines share one gate, pace, limit and breaker: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS' -r
+complete -c abide -n "__fish_abide_needs_command" -l rate -d 'Client-side pacing shared by every process of the scope, N/UNIT (5/s, 100/m, 1000/h): no burst beyond it even when many start at once' -r
+complete -c abide -n "__fish_abide_needs_command" -l max-concurrent -d 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget' -r
+complete -c abide -n "__fish_abide_needs_command" -l breaker -d 'Consecutive failed attempts of the scope (retryable 5xx and transport failures; not 429) that open its circuit breaker; 0 turns it off. It is consulted before every attempt, so a run whose own failures reach N ends with CIRCUIT_OPEN' -r
+complete -c abide -n "__fish_abide_needs_command" -l breaker-cooldown -d 'How long an open breaker refuses requests before one probe may pass' -r
+complete -c abide -n "__fish_abide_needs_command" -s o -l output -d 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched)' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l outcome -d 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to' -r
+complete -c abide -n "__fish_abide_needs_command" -l log -d 'Append an audit log to FILE: one JSON line per event (request, answer or error, wait, outcome), credentials redacted; many runs may share it' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l max-body -d 'Largest body kept in the --agent object (and checked by --require without -o); sizes like 1KiB, 2MiB' -r
+complete -c abide -n "__fish_abide_needs_command" -l require -d 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried' -r
+complete -c abide -n "__fish_abide_needs_command" -l no-progress -d 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off' -r
+complete -c abide -n "__fish_abide_needs_command" -l task -d 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key' -r
+complete -c abide -n "__fish_abide_needs_command" -l task-ttl -d 'How long a task\'s idempotency key is kept' -r
+complete -c abide -n "__fish_abide_needs_command" -s L -l location -d 'Follow redirects (at most 10); without it a 3xx answer is final'
+complete -c abide -n "__fish_abide_needs_command" -s k -l insecure -d 'Do not verify the server\'s TLS certificate'
+complete -c abide -n "__fish_abide_needs_command" -l idempotent -d 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'
+complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read no shared state at all'
+complete -c abide -n "__fish_abide_needs_command" -l state-required -d 'Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state when the state store cannot be used'
+complete -c abide -n "__fish_abide_needs_command" -s s -l silent -d 'No progress display or notes; the outcome line is still written'
+complete -c abide -n "__fish_abide_needs_command" -s v -l verbose -d 'One line per attempt and per wait on stderr: the answer or error, the server\'s delay, the wait chosen and why'
+complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written'
+complete -c abide -n "__fish_abide_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c abide -n "__fish_abide_needs_command" -s V -l version -d 'Print version'
+complete -c abide -n "__fish_abide_needs_command" -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'
+complete -c abide -n "__fish_abide_needs_command" -a "demo" -d 'Show in ten seconds what abide does, against a lab started in-process'
+complete -c abide -n "__fish_abide_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abide -n "__fish_abide_using_subcommand lab" -l port -d 'Port to listen on, on 127.0.0.1 only (0 picks a free port)' -r
+complete -c abide -n "__fish_abide_using_subcommand lab" -l limit -d 'Requests each client may make per window before it gets 429' -r
+complete -c abide -n "__fish_abide_using_subcommand lab" -l window -d 'Length of each client\'s fixed window, starting at its first request' -r
+complete -c abide -n "__fish_abide_using_subcommand lab" -l skew -d 'How much before its Retry-After moment a retry still counts as on time' -r
+complete -c abide -n "__fish_abide_using_subcommand lab" -l duration -d 'Stop after this long and print the summary (default: run until Ctrl-C)' -r
+complete -c abide -n "__fish_abide_using_subcommand lab" -l script -d 'Answer all clients from a fixed sequence instead of the limiter; the last step repeats. Steps are comma-separated, each STATUS followed by any of :ra=SECONDS (Retry-After), :delay=DURATION, and one of :close, :truncate, :hang. Example: 429:ra=1,503,200:delay=2s' -r
+complete -c abide -n "__fish_abide_using_subcommand lab" -s h -l help -d 'Print help'
+complete -c abide -n "__fish_abide_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo help" -f -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'
+complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo help" -f -a "demo" -d 'Show in ten seconds what abide does, against a lab started in-process'
+complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
