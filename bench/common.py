@@ -41,6 +41,19 @@ def timed(cmd, env=None):
     return elapsed
 
 
+def interleaved_medians(cmds, runs, warmup=5):
+    """Median wall time of each command, run in turn (A B C A B C …) so that
+    a change in the machine's load touches every command alike."""
+    for cmd in cmds:
+        for _ in range(warmup):
+            timed(cmd)
+    times = [[] for _ in cmds]
+    for _ in range(runs):
+        for i, cmd in enumerate(cmds):
+            times[i].append(timed(cmd))
+    return [statistics.median(t) for t in times]
+
+
 def median_of(cmd, runs, env=None, warmup=5):
     for _ in range(warmup):
         timed(cmd, env)

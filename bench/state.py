@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ABIDE, build, machine, median_of, start_lab, timed  # noqa: E402
+from common import ABIDE, build, interleaved_medians, machine, start_lab, timed  # noqa: E402
 
 
 def main():
@@ -26,33 +26,68 @@ def main():
     lab, url = start_lab("--script", "200")
     state = tempfile.mkdtemp(prefix="abide-bench-state-")
     base = [ABIDE, "-o", "/dev/null", "--outcome", "none"]
+    redis = start_redis()
+    per_worker = max(args.runs // 16, 10)
+
+    def contended(cmd):
+        """Median run time with 16 processes looping on one scope at once."""
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            runs = pool.map(lambda _: [timed(cmd) for _ in range(per_worker)], range(16))
+            return statistics.median(t for ts in runs for t in ts)
+
+    backends = [("file state", ["--state-dir", state])]
+    if redis:
+        backends.append(("Redis state", ["--state", redis[1]]))
+    rows = []
     try:
-        without = median_of(base + ["--no-state", url], args.runs)
-        with_state = median_of(base + ["--state-dir", state, url], args.runs)
-        # 16 processes at once, each running a loop of GETs against one scope.
-        per_worker = max(args.runs // 16, 10)
-        cmd = base + ["--state-dir", state, url]
-
-        def worker(_):
-            return [timed(cmd) for _ in range(per_worker)]
-
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            contended = statistics.median(t for ts in pool.map(worker, range(16)) for t in ts)
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            base_cmd = base + ["--no-state", url]
-            contended_without = statistics.median(
-                t for ts in pool.map(lambda _: [timed(base_cmd) for _ in range(per_worker)], range(16)) for t in ts
-            )
+        cmds = [base + ["--no-state", url]] + [base + flags + [url] for _, flags in backends]
+        without, *ones = interleaved_medians(cmds, args.runs)
+        without_16 = contended(base + ["--no-state", url])
+        rows.append(("one process, --no-state", without, None))
+        for (name, _), one in zip(backends, ones):
+            rows.append((f"one process, {name}", one, one - without))
+        rows.append(("16 processes, --no-state", without_16, None))
+        for name, flags in backends:
+            many = contended(base + flags + [url])
+            rows.append((f"16 processes, one scope, {name}", many, many - without_16))
     finally:
         lab.terminate()
+        if redis:
+            redis[0].terminate()
     print(f"machine: {machine()}")
     print(f"runs: {args.runs} per row (16 x {per_worker} when contended)")
+    if not redis:
+        print("(redis-server not found: Redis rows skipped)")
     print("| case | median ms | added by state |")
     print("|---|---|---|")
-    print(f"| one process, --no-state | {without:.2f} | |")
-    print(f"| one process, file state | {with_state:.2f} | {with_state - without:+.2f} ms |")
-    print(f"| 16 processes, --no-state | {contended_without:.2f} | |")
-    print(f"| 16 processes, one scope, file state | {contended:.2f} | {contended - contended_without:+.2f} ms |")
+    for name, ms, added in rows:
+        print(f"| {name} | {ms:.2f} | {'' if added is None else f'{added:+.2f} ms'} |")
+
+
+def start_redis():
+    """A throwaway redis-server on a free port: (process, url), or None."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    if not shutil.which("redis-server"):
+        return None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return proc, f"redis://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    proc.terminate()
+    return None
 
 
 if __name__ == "__main__":
