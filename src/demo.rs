@@ -52,7 +52,7 @@ pub fn run() -> Result<ExitCode> {
     let me = std::env::current_exe().context("cannot find the abide binary")?;
     for run in 1..=LIMIT + 1 {
         let last = run == LIMIT + 1;
-        let mut args = vec!["-H", "X-Client-Key: abide", "-o", "/dev/null"];
+        let mut args = vec!["-H", "X-Client-Key: abide", "--no-state", "-o", "/dev/null"];
         if last {
             args.push("-v");
         }
