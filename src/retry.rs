@@ -125,6 +125,8 @@ struct Run {
     headers: Vec<(String, String)>,
     failed_body: Vec<u8>,
     failed_body_truncated: bool,
+    /// Waits the scope imposed before attempts, for the outcome's reason.
+    scope_waits: Vec<(Duration, scope::Wait)>,
 }
 
 /// The longest pause between two looks for a free concurrency slot.
@@ -149,6 +151,7 @@ impl Loop<'_> {
             headers: Vec::new(),
             failed_body: Vec::new(),
             failed_body_truncated: false,
+            scope_waits: Vec::new(),
         };
         loop {
             let number = run.attempts.len() as u32 + 1;
@@ -269,8 +272,10 @@ impl Loop<'_> {
                         wait: &wait,
                         retry: number - 1,
                     });
-                    run.sleep(wait.duration, clock, sleeper)
-                        .map_err(|kind| (kind, Why::Cancelled, None))?;
+                    let before = clock.now();
+                    let slept = run.sleep(wait.duration, clock, sleeper);
+                    run.scope_waits.push((clock.now() - before, cause));
+                    slept.map_err(|kind| (kind, Why::Cancelled, None))?;
                     // A reserved --rate slot is ours: go without asking again.
                     if cause == scope::Wait::Rate {
                         break;
@@ -476,6 +481,23 @@ fn should_retry(reply: &Reply) -> Option<bool> {
         })
 }
 
+/// A sentence for the reason: the run waited for its scope before sending.
+fn scope_note(waited: Duration, cause: scope::Wait) -> String {
+    let why = match cause {
+        scope::Wait::Gate(scope::GateCause::RetryAfter) => {
+            "a Retry-After the server gave to another request"
+        }
+        scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
+            "the scope's used-up rate-limit quota"
+        }
+        scope::Wait::Rate => "--rate",
+    };
+    format!(
+        "Waited {:.1} s for {why} before sending.",
+        waited.as_secs_f64()
+    )
+}
+
 impl Run {
     fn attempt(
         &self,
@@ -529,7 +551,11 @@ impl Run {
             headers: self.headers,
             failed_body: self.failed_body,
             failed_body_truncated: self.failed_body_truncated,
-            notes: Vec::new(),
+            notes: self
+                .scope_waits
+                .iter()
+                .map(|&(waited, cause)| scope_note(waited, cause))
+                .collect(),
         }
     }
 }
