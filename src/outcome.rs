@@ -391,6 +391,12 @@ impl Words<'_> {
                         secs_text(*limit)
                     )
                 }
+                StopWhy::CircuitOpen { probing: false } if self.attempts() > 0 => format!(
+                    "Still {} after {} attempt(s), and the failures of scope {} opened its circuit breaker.",
+                    self.what(),
+                    self.attempts(),
+                    self.context.scope
+                ),
                 StopWhy::CircuitOpen { probing: false } => format!(
                     "The circuit breaker of scope {} is open after repeated failures; nothing was sent.",
                     self.context.scope

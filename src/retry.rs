@@ -193,7 +193,7 @@ impl Loop<'_> {
             drop(slot);
             // Publish first, then sleep: other processes of the scope learn
             // of a Retry-After before this one starts waiting on it.
-            self.teach_scope(&attempted, on_event);
+            let news = self.teach_scope(&attempted, on_event);
             let Attempted {
                 judged,
                 server,
@@ -214,6 +214,13 @@ impl Loop<'_> {
             match decision::next_step(verdict, server, progress, self.policy, Draw(draw())) {
                 Next::Stop(stop) => {
                     return run.finish(clock, stop.kind, Why::Decided(stop.why), stop.not_before);
+                }
+                // This attempt opened the scope's breaker: waiting would only
+                // find it open, so say so now, with when it half-opens.
+                Next::Wait(_) if matches!(news, BreakerNews::Opened { .. }) => {
+                    let cooldown = self.shared.map(|s| s.policy.breaker_cooldown);
+                    let why = Why::Decided(StopWhy::CircuitOpen { probing: false });
+                    return run.finish(clock, Kind::CircuitOpen, why, cooldown);
                 }
                 Next::Wait(wait) => {
                     if let Some(last) = run.attempts.last_mut() {
@@ -306,9 +313,9 @@ impl Loop<'_> {
 
     /// What the scope learns from an attempt: a Retry-After or a used-up
     /// quota closes its gate; failures count towards its breaker.
-    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) {
+    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) -> BreakerNews {
         let Some(shared) = self.shared else {
-            return;
+            return BreakerNews::Unchanged;
         };
         let lesson = Lesson {
             health: scope::health(attempted.observation, &self.policy.retry_on),
@@ -322,6 +329,7 @@ impl Loop<'_> {
         if news != BreakerNews::Unchanged {
             on_event(Event::Breaker(news));
         }
+        news
     }
 
     /// An HTTP answer: deliver it when it is the result, else keep the start

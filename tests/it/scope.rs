@@ -89,7 +89,10 @@ fn a_second_process_honours_the_first_ones_retry_after(b: &Backend) {
     );
     assert_eq!(second.outcome()["attempts"], 1);
     let reason = second.outcome()["reason"].as_str().unwrap().to_string();
-    assert!(reason.contains("for a Retry-After the server gave to another request"), "{reason}");
+    assert!(
+        reason.contains("for a Retry-After the server gave to another request"),
+        "{reason}"
+    );
     assert!(second.outcome()["waited_ms"].as_u64().unwrap() >= 1900);
 }
 
