@@ -2,7 +2,9 @@
 //! server on 127.0.0.1, asserting on the lab's recorded timeline.
 
 mod demo;
+mod faults;
 mod fetch;
 mod lab;
 mod scope;
+mod signals;
 mod util;
