@@ -5,6 +5,8 @@ mod demo;
 mod faults;
 mod fetch;
 mod lab;
+mod props;
 mod scope;
+mod secrets;
 mod signals;
 mod util;
