@@ -5,6 +5,7 @@ mod demo;
 mod faults;
 mod fetch;
 mod lab;
+mod memory;
 mod props;
 mod scope;
 mod secrets;

@@ -156,19 +156,19 @@ impl Drop for Raw {
     }
 }
 
-/// Reads a request head (up to the blank line) and returns it as text; an
-/// empty string if the client went away first.
-pub fn read_head(stream: &TcpStream) -> String {
-    let mut reader = BufReader::new(stream);
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => return String::new(),
-            Ok(_) if line == "\r\n" => return head,
-            Ok(_) => head.push_str(&line),
+/// Reads a request head (up to the blank line), a byte at a time so that
+/// nothing after it is consumed, and returns it as text; an empty string if
+/// the client went away first.
+pub fn read_head(mut stream: &TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return String::new(),
         }
     }
+    String::from_utf8_lossy(&head).into_owned()
 }
 
 /// Holds a connection open without answering until the client goes away.
