@@ -14,6 +14,7 @@ minute with the defaults.
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -25,27 +26,57 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ABIDE, Origin, build, machine  # noqa: E402
 
 
-def wall(cmd, out=subprocess.DEVNULL):
-    """Wall time of one run of `cmd` in seconds; any exit but 0 is fatal."""
+def run(cmd):
+    """Wall time and CPU time (user + system) of one run of `cmd`, in
+    seconds; any exit but 0 is fatal."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    code = subprocess.run(cmd, stdout=out, stderr=subprocess.DEVNULL).returncode
+    code = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if code != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {code}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+def wall(cmd):
+    return run(cmd)[0]
 
 
 def medians(cmds, runs, warmup=3):
-    """Median wall time of each command, runs interleaved so that drift in
-    the machine's load affects all of them alike."""
+    """Median wall and CPU time of each command, runs interleaved so that
+    drift in the machine's load affects all of them alike."""
     for cmd in cmds.values():
         for _ in range(warmup):
-            wall(cmd)
+            run(cmd)
     times = {name: [] for name in cmds}
     for _ in range(runs):
         for name, cmd in cmds.items():
-            times[name].append(wall(cmd))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+            times[name].append(run(cmd))
+    return {
+        name: (statistics.median(w for w, _ in ts), statistics.median(c for _, c in ts))
+        for name, ts in times.items()
+    }
+
+
+def peak_rss_mib(cmd):
+    """Peak resident set of one run, from its own VmHWM polled in /proc (the
+    rusage of a child also counts its parent's memory up to its exec)."""
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while child.poll() is None:
+        try:
+            with open(f"/proc/{child.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.001)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {child.returncode}")
+    return peak / 1024
 
 
 def main():
@@ -75,15 +106,9 @@ def main():
             },
             args.runs,
         )
-        rows.append(("GET, median ms", get["abide"] * 1e3, get["curl"] * 1e3, get["abide"] / get["curl"]))
-        rows.append(
-            (
-                "GET with `--no-state`, median ms",
-                get["abide_nostate"] * 1e3,
-                get["curl"] * 1e3,
-                get["abide_nostate"] / get["curl"],
-            )
-        )
+        rows.append(("GET, median ms", get["abide"][0] * 1e3, get["curl"][0] * 1e3))
+        rows.append(("GET with `--no-state`, median ms", get["abide_nostate"][0] * 1e3, get["curl"][0] * 1e3))
+        rows.append(("GET, median CPU ms", get["abide"][1] * 1e3, get["curl"][1] * 1e3))
 
         # A download, body to stdout (a pipe to /dev/null), and to `-o FILE`.
         size = args.size << 20
@@ -94,14 +119,8 @@ def main():
             warmup=1,
         )
         mib = args.size
-        rows.append(
-            (
-                f"{mib} MiB to stdout, MiB/s",
-                mib / piped["abide"],
-                mib / piped["curl"],
-                piped["curl"] / piped["abide"],
-            )
-        )
+        rows.append((f"{mib} MiB to stdout, MiB/s", mib / piped["abide"][0], mib / piped["curl"][0]))
+        rows.append((f"{mib} MiB to stdout, median CPU ms", piped["abide"][1] * 1e3, piped["curl"][1] * 1e3))
         out = tempfile.mkdtemp(prefix="abide-bench-out-")
         try:
             to_file = medians(
@@ -114,12 +133,13 @@ def main():
             )
         finally:
             shutil.rmtree(out)
+        rows.append((f"{mib} MiB to `-o FILE`, MiB/s", mib / to_file["abide"][0], mib / to_file["curl"][0]))
+        big = f"{origin.url}/bytes/{512 << 20}"
         rows.append(
             (
-                f"{mib} MiB to `-o FILE`, MiB/s",
-                mib / to_file["abide"],
-                mib / to_file["curl"],
-                to_file["curl"] / to_file["abide"],
+                "512 MiB to stdout, peak RSS MiB",
+                peak_rss_mib([abide, "--no-state", big]),
+                peak_rss_mib(["curl", "-sS", big]),
             )
         )
 
@@ -129,7 +149,7 @@ def main():
             walls["abide"].append(wall([abide, "--no-state", "--jitter", "0", "-o", "/dev/null", f"{origin.url}/ra/abide-{i}"]))
             walls["curl"].append(wall(curl + ["--retry", "3", f"{origin.url}/ra/curl-{i}"]))
         ra = {name: statistics.median(ts) for name, ts in walls.items()}
-        rows.append(("wait through `Retry-After: 1`, median ms", ra["abide"] * 1e3, ra["curl"] * 1e3, ra["abide"] / ra["curl"]))
+        rows.append(("wait through `Retry-After: 1`, median ms", ra["abide"] * 1e3, ra["curl"] * 1e3))
         gaps = {
             name: [origin.arrivals[f"{name}-{i}"][1] - origin.arrivals[f"{name}-{i}"][0] for i in range(args.ra_runs)]
             for name in walls
@@ -146,10 +166,10 @@ def main():
     print()
     print("| case | abide | curl | abide/curl |")
     print("|---|---|---|---|")
-    for name, a, c, ratio in rows:
-        print(f"| {name} | {a:.2f} | {c:.2f} | {ratio:.3f} |")
+    for name, a, c in rows:
+        print(f"| {name} | {a:.2f} | {c:.2f} | {a / c:.3f} |")
     print()
-    print("Download ratios are time ratios (abide's time / curl's), like the others.")
+    print("abide/curl is abide's number over curl's: below 1 is better for times, above 1 for MiB/s.")
     print()
     print("| gap the server saw, 429 to retry (`Retry-After: 1`) | min s | median s | max s | median overshoot ms |")
     print("|---|---|---|---|---|")

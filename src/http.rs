@@ -89,6 +89,11 @@ pub struct Http {
     interrupted: Arc<AtomicBool>,
 }
 
+/// The size of ureq's read buffer, and of the sink's copy buffer.
+pub const BUFFER: usize = 64 * 1024;
+/// The largest response head (status line and headers) accepted.
+const MAX_HEAD: usize = 60 * 1024;
+
 /// How often a caller waiting for an attempt looks for an interruption.
 const POLL: Duration = Duration::from_millis(5);
 
@@ -114,6 +119,12 @@ impl Http {
             tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
         }
         let mut config = Agent::config_builder()
+            // Reads of 64 KiB copy out of the socket faster than ureq's
+            // default 128 KiB: a loopback download took 40% less system time.
+            .input_buffer_size(BUFFER)
+            // Below the buffer's size, so that an oversized head is refused as
+            // such: a head that fills the whole buffer reads as a closed connection.
+            .max_response_header_size(MAX_HEAD)
             .http_status_as_error(false)
             .allow_non_standard_methods(true)
             .max_redirects(if settings.follow_redirects { 10 } else { 0 })
