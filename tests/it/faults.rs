@@ -238,6 +238,11 @@ fn answers_that_are_not_http() {
         assert!(run.stdout.is_empty(), "{what}");
         assert!(run.outcome()["error"].is_string(), "{what}: {}", run.stderr);
     }
+    // It may have processed a write before answering nonsense.
+    let server = answers(&b"SSH-2.0-OpenSSH_9.6\r\n"[..]);
+    let args = ["-d", "x", "--backoff", "10ms", &server.url()];
+    ends(&args, 7, "SIDE_EFFECT_UNKNOWN", MS(2000));
+    assert_eq!(server.accepted(), 1);
     // An odd but well-formed status is an answer like any other.
     let server = answers(&b"HTTP/1.1 599 Odd\r\nContent-Length: 0\r\n\r\n"[..]);
     let run = ends(&[&server.url()], 3, "NON_RETRYABLE", MS(2000));

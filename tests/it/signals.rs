@@ -75,10 +75,13 @@ fn a_signal_during_a_wait_ends_the_run_and_keeps_the_servers_delay() {
         assert_eq!(lab.records().len(), 1, "nothing sent after the signal");
         assert!(files_in(&out).is_empty(), "{:?}", files_in(&out));
 
-        // The delay was published before the wait: the next run honours it
-        // (and, not allowed to wait that long, ends at once with nothing sent).
-        let next = finish(with(&state, &["--max-wait", "1s", &lab.url()]), b"");
-        assert_eq!(next.code, 5, "{}", next.stderr);
+        // The delay was published before the wait: the next run waits for
+        // the scope's gate, and a signal ends that wait too, nothing sent.
+        let mut next = Live::spawn(with(&state, &["-v", &lab.url()]));
+        next.wait_for("the scope's gate", PATIENCE);
+        let took = next.signal(signal);
+        let next = next.finish();
+        assert_cancelled(&next, took, code, name);
         assert_eq!(next.outcome()["attempts"], 0);
         assert_eq!(lab.records().len(), 1);
     }
