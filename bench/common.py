@@ -8,7 +8,9 @@ import subprocess
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ABIDE = os.path.join(ROOT, "target", "release", "abide")
+# Where cargo puts the build: CARGO_TARGET_DIR when set, as cargo does.
+TARGET = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR", "target"))
+ABIDE = os.path.join(TARGET, "release", "abide")
 
 
 def build():
@@ -68,3 +70,91 @@ def machine():
     except (OSError, StopIteration):
         pass
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, {cpu}"
+
+
+class Origin:
+    """A plain loopback HTTP/1.1 server for comparing clients on equal terms.
+
+    One thread per connection, one request per connection (`Connection:
+    close`), and nothing in it that favours one client:
+
+    - `/ok`: 200 with a 3-byte body;
+    - `/bytes/N`: 200 with N bytes (Content-Length), streamed from a fixed
+      1 MiB buffer so that the server holds constant memory;
+    - `/ra/KEY`: 429 with `Retry-After: 1` the first time KEY is asked for,
+      200 after that; `arrivals[KEY]` keeps when each request's head arrived
+      (time.monotonic()), so the gap the client waited is measured here.
+    """
+
+    CHUNK = bytes(range(256)) * 4096
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.arrivals = {}
+        self._lock = threading.Lock()
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(128)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        import socket
+
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                head += data
+            arrived = time.monotonic()
+            path = head.split(b" ", 2)[1].decode()
+            try:
+                if path.startswith("/bytes/"):
+                    size = int(path[len("/bytes/"):])
+                    conn.sendall(self._head(200, size))
+                    view = memoryview(self.CHUNK)
+                    while size > 0:
+                        n = min(size, len(view))
+                        conn.sendall(view[:n])
+                        size -= n
+                elif path.startswith("/ra/"):
+                    with self._lock:
+                        seen = self.arrivals.setdefault(path[len("/ra/"):], [])
+                        seen.append(arrived)
+                        first = len(seen) == 1
+                    if first:
+                        conn.sendall(self._head(429, 0, "Retry-After: 1\r\n"))
+                    else:
+                        conn.sendall(self._head(200, 3) + b"ok\n")
+                else:
+                    conn.sendall(self._head(200, 3) + b"ok\n")
+                conn.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    @staticmethod
+    def _head(status, length, extra=""):
+        reason = {200: "OK", 429: "Too Many Requests"}[status]
+        return (
+            f"HTTP/1.1 {status} {reason}\r\nContent-Length: {length}\r\n"
+            f"Connection: close\r\n{extra}\r\n"
+        ).encode()
+
+    def close(self):
+        self._sock.close()

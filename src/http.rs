@@ -1,10 +1,16 @@
 //! The HTTP edge: one attempt of the request with ureq, its answer as plain
 //! data, and its failures sorted by whether the server may have seen them.
+//!
+//! Each attempt runs on a thread of its own while the caller waits for it or
+//! for an interruption: ureq's shutdown cuts reads and writes, but not name
+//! resolution or a TCP connect, and a signal must end the run at once
+//! whatever the attempt is doing.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -78,8 +84,18 @@ pub trait Transport {
 /// The real transport, over ureq.
 pub struct Http {
     agent: Agent,
-    request: Request,
+    /// Shared with the thread of the attempt in flight.
+    request: Arc<Request>,
+    interrupted: Arc<AtomicBool>,
 }
+
+/// The size of ureq's read buffer, and of the sink's copy buffer.
+pub const BUFFER: usize = 64 * 1024;
+/// The largest response head (status line and headers) accepted.
+const MAX_HEAD: usize = 60 * 1024;
+
+/// How often a caller waiting for an attempt looks for an interruption.
+const POLL: Duration = Duration::from_millis(5);
 
 impl Http {
     pub fn new(settings: &Settings, request: Request) -> Result<Http> {
@@ -103,6 +119,12 @@ impl Http {
             tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
         }
         let mut config = Agent::config_builder()
+            // Reads of 64 KiB copy out of the socket faster than ureq's
+            // default 128 KiB: a loopback download took 40% less system time.
+            .input_buffer_size(BUFFER)
+            // Below the buffer's size, so that an oversized head is refused as
+            // such: a head that fills the whole buffer reads as a closed connection.
+            .max_response_header_size(MAX_HEAD)
             .http_status_as_error(false)
             .allow_non_standard_methods(true)
             .max_redirects(if settings.follow_redirects { 10 } else { 0 })
@@ -114,62 +136,114 @@ impl Http {
         }
         Ok(Http {
             agent: config.build().new_agent(),
-            request,
+            request: Arc::new(request),
+            interrupted: Arc::default(),
         })
     }
 
-    /// Cuts any request in flight when called (from another thread).
+    /// Cuts any attempt in flight when called (from another thread): the
+    /// caller stops waiting for it, its connection is shut, and a body
+    /// being read fails instead of ending early.
     pub fn interrupter(&self) -> impl Fn() + Send + 'static {
         let agent = self.agent.clone();
-        move || agent.clone().shutdown()
+        let interrupted = Arc::clone(&self.interrupted);
+        move || {
+            interrupted.store(true, Ordering::SeqCst);
+            agent.clone().shutdown();
+        }
     }
 
-    fn build(&self) -> Result<ureq::http::Request<()>, Failure> {
-        let mut builder = ureq::http::Request::builder()
-            .method(self.request.method.as_str())
-            .uri(self.request.url.as_str());
-        for (name, value) in &self.request.headers {
-            builder = builder.header(name.as_str(), value.as_str());
+    fn interrupted(&self) -> Failure {
+        Failure {
+            // Whether the server saw it is unknown; the run ends anyway.
+            phase: Phase::AfterSend,
+            message: "interrupted".into(),
         }
-        builder.body(()).map_err(|e| Failure {
-            phase: Phase::Final,
-            message: format!("cannot build the request: {e}"),
-        })
     }
 }
 
-impl Http {
-    fn run(
-        &self,
-        parts: ureq::http::request::Parts,
-        body: impl ureq::AsSendBody,
-        limits: Limits,
-    ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
-        let request = self
-            .agent
-            .configure_request(ureq::http::Request::from_parts(parts, body))
-            .timeout_global(Some(limits.total))
-            .timeout_connect(Some(limits.connect.min(limits.total)))
-            .build();
-        self.agent.run(request)
+/// One attempt, start to response head, on the attempt's own thread.
+fn attempt(
+    agent: &Agent,
+    request: &Request,
+    limits: Limits,
+) -> Result<ureq::http::Response<ureq::Body>, Failure> {
+    let mut builder = ureq::http::Request::builder()
+        .method(request.method.as_str())
+        .uri(request.url.as_str());
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_str());
     }
+    let (parts, ()) = builder
+        .body(())
+        .map_err(|e| Failure {
+            phase: Phase::Final,
+            message: format!("cannot build the request: {e}"),
+        })?
+        .into_parts();
+    let result = match &request.body {
+        Body::Empty => run_with(agent, parts, (), limits),
+        Body::Bytes(bytes) => run_with(agent, parts, bytes.as_slice(), limits),
+        Body::File(path) => {
+            let file = File::open(path).map_err(|e| Failure {
+                phase: Phase::Final,
+                message: format!("cannot read {}: {e}", path.display()),
+            })?;
+            run_with(agent, parts, file, limits)
+        }
+    };
+    result.map_err(failure)
+}
+
+fn run_with(
+    agent: &Agent,
+    parts: ureq::http::request::Parts,
+    body: impl ureq::AsSendBody,
+    limits: Limits,
+) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+    let request = agent
+        .configure_request(ureq::http::Request::from_parts(parts, body))
+        .timeout_global(Some(limits.total))
+        .timeout_connect(Some(limits.connect.min(limits.total)))
+        .build();
+    agent.run(request)
 }
 
 impl Transport for Http {
     fn send(&mut self, limits: Limits) -> Result<Reply, Failure> {
-        let (parts, ()) = self.build()?.into_parts();
-        let result = match &self.request.body {
-            Body::Empty => self.run(parts, (), limits),
-            Body::Bytes(bytes) => self.run(parts, bytes.as_slice(), limits),
-            Body::File(path) => {
-                let file = File::open(path).map_err(|e| Failure {
-                    phase: Phase::Final,
-                    message: format!("cannot read {}: {e}", path.display()),
-                })?;
-                self.run(parts, file, limits)
+        if self.interrupted.load(Ordering::SeqCst) {
+            return Err(self.interrupted());
+        }
+        let (done, result) = mpsc::sync_channel(1);
+        let agent = self.agent.clone();
+        let request = Arc::clone(&self.request);
+        std::thread::Builder::new()
+            .name("abide-attempt".into())
+            .spawn(move || {
+                // The caller may have stopped listening; that is fine.
+                let _ = done.send(attempt(&agent, &request, limits));
+            })
+            .map_err(|e| Failure {
+                phase: Phase::BeforeSend,
+                message: format!("cannot start the attempt: {e}"),
+            })?;
+        let response = loop {
+            match result.recv_timeout(POLL) {
+                Ok(response) => break response?,
+                // An interrupted attempt is abandoned: its thread ends with
+                // the process, or on its own when its connect gives up.
+                Err(mpsc::RecvTimeoutError::Timeout) if self.interrupted.load(Ordering::SeqCst) => {
+                    return Err(self.interrupted());
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Failure {
+                        phase: Phase::AfterSend,
+                        message: "the attempt ended without an answer".into(),
+                    });
+                }
             }
         };
-        let response = result.map_err(failure)?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
@@ -184,8 +258,29 @@ impl Transport for Http {
         Ok(Reply {
             status,
             headers,
-            body: Box::new(response.into_body().into_reader()),
+            body: Box::new(Interruptible {
+                body: response.into_body().into_reader(),
+                interrupted: Arc::clone(&self.interrupted),
+            }),
         })
+    }
+}
+
+/// A response body that fails once the run is interrupted. Shutting the
+/// connection down can look like a clean end of a body that has no
+/// Content-Length; this makes sure a cut body never passes for a whole one.
+struct Interruptible<R> {
+    body: R,
+    interrupted: Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for Interruptible<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.body.read(buf);
+        if self.interrupted.load(Ordering::SeqCst) {
+            return Err(io::Error::other("interrupted"));
+        }
+        read
     }
 }
 

@@ -38,6 +38,17 @@ pub enum Ended {
 }
 
 impl Narrator {
+    /// `-v`: one line when an attempt starts, so that a slow or hanging one
+    /// shows what it is waiting for.
+    pub fn sending(&self, attempt: u32, method: &str, limit: Duration) -> String {
+        format!(
+            "attempt {attempt}/{}: {method} to {}, {} at most",
+            self.policy.attempts,
+            self.host,
+            span(limit)
+        )
+    }
+
     /// `-v`: one line when an attempt ends. `took` is the time to the answer's
     /// headers (or to the failure); `limit` the time the attempt was given.
     pub fn attempt(&self, attempt: u32, ended: &Ended, took: Duration, limit: Duration) -> String {
@@ -226,6 +237,14 @@ mod tests {
             policy: Policy::default(),
             max_time: S(30),
         }
+    }
+
+    #[test]
+    fn sending() {
+        assert_eq!(
+            narrator().sending(2, "POST", S(30)),
+            "attempt 2/4: POST to api.example.com, 30.0s at most"
+        );
     }
 
     fn server(ms: u64) -> ServerDelay {

@@ -36,6 +36,8 @@ pub fn on_terminal(quiet: bool) -> bool {
 
 pub struct Progress {
     narrator: Arc<Narrator>,
+    /// The request's method, for the `-v` line of each attempt.
+    method: String,
     verbose: bool,
     /// Draw the countdown on stderr.
     screen: bool,
@@ -83,6 +85,7 @@ impl Progress {
                 policy: plan.policy.clone(),
                 max_time: plan.max_time,
             }),
+            method: plan.context.method.clone(),
             verbose,
             screen,
             body_bar: screen && (plan.output.is_some() || !io::stdout().is_terminal()),
@@ -100,10 +103,13 @@ impl Progress {
     pub fn event(&self, event: &Event) {
         let mut state = self.state.borrow_mut();
         match *event {
-            Event::Sending { limits, .. } => {
+            Event::Sending { attempt, limits } => {
                 state.clear();
                 state.sent_at = Instant::now();
                 state.limit = limits.total;
+                self.say(&state, || {
+                    self.narrator.sending(attempt, &self.method, limits.total)
+                });
             }
             Event::Answered {
                 attempt,

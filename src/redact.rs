@@ -55,6 +55,10 @@ pub fn url(url: &str) -> String {
     out
 }
 
+/// Parts of a secret shorter than this are not masked on their own: they
+/// would garble ordinary words in messages (a cookie's `lang=en`).
+const PART_MIN: usize = 8;
+
 /// Masks known secret strings wherever they appear in free text (error
 /// messages may quote a URL or a header).
 #[derive(Debug, Clone, Default)]
@@ -63,7 +67,24 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// Masks `secret`, and each long enough part of it: a server may echo
+    /// one cookie of `a=1; b=2`, or the token of `Bearer X` alone.
     pub fn add(&mut self, secret: &str) {
+        self.insert(secret);
+        for part in secret.split([' ', '\t', ';', ',']) {
+            let part = part.trim_matches('"');
+            let value = part
+                .split_once('=')
+                .map_or("", |(_, v)| v.trim_matches('"'));
+            for piece in [part, value] {
+                if piece.len() >= PART_MIN {
+                    self.insert(piece);
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, secret: &str) {
         let secret = secret.trim();
         if !secret.is_empty() && !self.secrets.iter().any(|s| s == secret) {
             self.secrets.push(secret.to_string());
@@ -146,5 +167,19 @@ mod tests {
         r.add("hunter2extra");
         r.add("  ");
         assert_eq!(r.text("bad hunter2extra and hunter2"), "bad *** and ***");
+    }
+
+    #[test]
+    fn parts_of_secrets() {
+        let mut r = Redactor::default();
+        r.add("session=abcdefgh1234; lang=en");
+        r.add("Digest username=\"someone\", response=\"0123456789ab\"");
+        r.add("Basic YW5uOnMzY3IzdC1wYXNz==");
+        let echoed = "cookie abcdefgh1234 in lang=en; response 0123456789ab from \
+                      someone; YW5uOnMzY3IzdC1wYXNz== and session=abcdefgh1234";
+        assert_eq!(
+            r.text(echoed),
+            "cookie *** in lang=en; response *** from someone; *** and ***"
+        );
     }
 }

@@ -6,8 +6,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-/// Large enough for loopback throughput, small enough to stay constant.
-const CHUNK: usize = 128 * 1024;
+/// As large as what one read of the response body yields.
+const CHUNK: usize = crate::http::BUFFER;
 
 pub enum Sink {
     Stdout {

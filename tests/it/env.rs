@@ -50,7 +50,7 @@ fn verbose_and_silent_from_the_environment() {
     assert!(
         verbose
             .stderr
-            .starts_with("abide: attempt 1/4: 200 OK from "),
+            .starts_with("abide: attempt 1/4: GET to 127.0.0.1:"),
         "{}",
         verbose.stderr
     );

@@ -232,13 +232,15 @@ fn verbose_lines_stay_and_the_countdown_goes() {
         &["-v", "--jitter", "0", "-o", "/dev/null", &lab.url()],
     );
     let during = pane.screen_when("the countdown", |s| countdown(s).is_some());
-    assert!(during[0].starts_with("abide: attempt 1/4: 503 Service Unavailable from "));
+    assert!(during[0].starts_with("abide: attempt 1/4: GET to "));
+    assert!(during[1].starts_with("abide: attempt 1/4: 503 Service Unavailable from "));
     let (code, last) = pane.finished();
     assert_eq!(code, 0);
-    assert_eq!(last.len(), 4, "{}", last.join("\n"));
-    assert!(last[1].starts_with("abide: waiting 1.00s before attempt 2/4: the server asked 1s"));
-    assert!(last[2].starts_with("abide: attempt 2/4: 200 OK from "));
-    assert_eq!(only_the_outcome(&last[3..])["outcome"], "SUCCEEDED");
+    assert_eq!(last.len(), 6, "{}", last.join("\n"));
+    assert!(last[2].starts_with("abide: waiting 1.00s before attempt 2/4: the server asked 1s"));
+    assert!(last[3].starts_with("abide: attempt 2/4: GET to "));
+    assert!(last[4].starts_with("abide: attempt 2/4: 200 OK from "));
+    assert_eq!(only_the_outcome(&last[5..])["outcome"], "SUCCEEDED");
 }
 
 #[test]

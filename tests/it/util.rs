@@ -1,9 +1,14 @@
 //! Running the binary hermetically, and reading what it and the lab saw.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
 
 use abide::lab::{Lab, LabConfig, Record, Script, Step};
 use serde_json::Value;
@@ -217,4 +222,171 @@ fn shared_redis() -> Option<&'static String> {
         })
         .as_ref()
         .map(|(url, _)| url)
+}
+
+/// A server for faults the lab cannot script: every connection is handed,
+/// on a thread of its own, to `serve`, which may write anything at all.
+pub struct Raw {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+pub fn raw(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> Raw {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let serve = Arc::new(serve);
+    std::thread::spawn({
+        let (accepted, stop) = (Arc::clone(&accepted), Arc::clone(&stop));
+        move || {
+            for stream in listener.incoming() {
+                if stop.load(SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                accepted.fetch_add(1, SeqCst);
+                let serve = Arc::clone(&serve);
+                std::thread::spawn(move || serve(stream));
+            }
+        }
+    });
+    Raw {
+        port,
+        accepted,
+        stop,
+    }
+}
+
+impl Raw {
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(SeqCst)
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Reads a request head (up to the blank line), a byte at a time so that
+/// nothing after it is consumed, and returns it as text; an empty string if
+/// the client went away first.
+pub fn read_head(mut stream: &TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return String::new(),
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+/// Holds a connection open without answering until the client goes away.
+pub fn hold(mut stream: TcpStream) {
+    let _ = stream.read_to_end(&mut Vec::new());
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+/// A URL whose listener's accept queue is full: connecting to it hangs until
+/// the client's connect timeout, like a host that drops SYNs. The connection
+/// stays a black hole while the returned value lives.
+pub fn black_hole() -> (String, (TcpListener, Vec<TcpStream>)) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // SAFETY: listen(2) on a socket we own; calling it again only changes the backlog.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    while let Ok(stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+        queued.push(stream);
+        assert!(queued.len() < 64, "the accept queue never filled");
+    }
+    (format!("http://{addr}/"), (listener, queued))
+}
+
+/// A running `abide` whose stderr is read line by line as it comes.
+pub struct Live {
+    pub child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+    /// Drained as it comes, so that a large body never blocks the child.
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+}
+
+impl Live {
+    pub fn spawn(mut cmd: Command) -> Live {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("abide starts");
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = out.read_to_end(&mut bytes);
+            bytes
+        });
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Live {
+            child,
+            lines,
+            seen: Vec::new(),
+            stdout,
+        }
+    }
+
+    /// Waits (at most `patience`) for a stderr line containing `text`.
+    pub fn wait_for(&mut self, text: &str, patience: Duration) {
+        let deadline = Instant::now() + patience;
+        while !self.seen.iter().any(|l| l.contains(text)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!("no `{text}` on stderr:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    /// Sends `signal` and returns how long the process took to exit after it.
+    pub fn signal(&mut self, signal: i32) -> Duration {
+        let pid = i32::try_from(self.child.id()).unwrap();
+        let sent = Instant::now();
+        // SAFETY: kill(2) on our own child's pid; it has not been waited for, so
+        // the pid cannot have been reused.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        self.child.wait().unwrap();
+        sent.elapsed()
+    }
+
+    /// The finished run: exit code, stdout, and all of stderr.
+    pub fn finish(mut self) -> Run {
+        let status = self.child.wait().unwrap();
+        self.seen.extend(self.lines.iter());
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: self.stdout.join().unwrap(),
+            stderr: self.seen.join("\n"),
+        }
+    }
 }

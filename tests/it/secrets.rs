@@ -1,0 +1,197 @@
+//! A sweep for credentials: every output a run can make (the outcome line on
+//! stderr, stdout or in an `--outcome` file, `-v` narration, error and
+//! usage messages) after every way a run can end, with credentials in
+//! headers, URL user-info, `-u` and the query string. Every credential
+//! holds the marker `s3cr3t`, and the marker must appear nowhere.
+
+use std::time::Duration;
+
+use abide::lab::Step;
+
+use crate::util::*;
+
+const MARKER: &str = "s3cr3t";
+
+/// Every kind of credential, as arguments (the URL's user-info and query
+/// are added by `url`).
+const HEADERS: [&str; 8] = [
+    "-H",
+    "Authorization: Bearer s3cr3t-bearer",
+    "-H",
+    "Cookie: session=s3cr3t-cookie; theme=dark",
+    "-H",
+    "X-Api-Key: s3cr3t-apikey",
+    "-H",
+    "Proxy-Authorization: Basic s3cr3t-proxy",
+];
+
+/// `base` with user-info and secret query values.
+fn url(base: &str) -> String {
+    format!(
+        "{}/v1/items?token=s3cr3t-token&api_key=s3cr3t-query&sig=s3cr3t-sig&page=2",
+        base.replace("http://", "http://ann:s3cr3t-userinfo@")
+    )
+}
+
+/// An error body that echoes every credential back, as careless servers do,
+/// and the `user` credentials of the run.
+fn echo(user: &str) -> String {
+    format!(
+        "request was: Authorization: Bearer s3cr3t-bearer Cookie: session=s3cr3t-cookie \
+         X-Api-Key: s3cr3t-apikey s3cr3t-proxy user {user} \
+         ?token=s3cr3t-token&api_key=s3cr3t-query&sig=s3cr3t-sig"
+    )
+}
+
+/// Runs with every credential header, `extra` arguments, and `target`.
+fn run_with(extra: &[&str], target: &str) -> Run {
+    run(&[&HEADERS[..], extra, &[target]].concat())
+}
+
+fn assert_clean(what: &str, text: &str) {
+    assert!(!text.contains(MARKER), "{what} shows a credential:\n{text}");
+}
+
+fn assert_run_clean(what: &str, run: &Run) {
+    assert_clean(&format!("{what}: stderr"), &run.stderr);
+    assert_clean(&format!("{what}: stdout"), &run.stdout_text());
+}
+
+#[test]
+fn answers_that_echo_credentials_are_masked_everywhere() {
+    let lab = scripted(vec![
+        Step::new(503).body(echo("ann:s3cr3t-userinfo")),
+        Step::new(429)
+            .header("Retry-After", "0")
+            .body(echo("ann:s3cr3t-userinfo")),
+        Step::new(401).body(echo("ann:s3cr3t-userinfo")),
+    ]);
+    let run = run_with(
+        &["-v", "--floor", "10ms", "--backoff", "10ms"],
+        &url(&lab.url()),
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_run_clean("outcome on stderr", &run);
+    let o = run.outcome();
+    assert_eq!(o["history"].as_array().unwrap().len(), 3);
+    assert!(
+        o["error"].as_str().unwrap().contains("Authorization: ***"),
+        "{o}"
+    );
+
+    // The same with -u, and the outcome appended to a file.
+    let dir = temp_dir("secrets-outcome-file");
+    let log = dir.join("runs.jsonl");
+    let lab = scripted(vec![Step::new(401).body(echo("ann:s3cr3t-pass"))]);
+    let target = url(&lab.url()).replace("ann:s3cr3t-userinfo@", "");
+    let extra = [
+        "-v",
+        "-u",
+        "ann:s3cr3t-pass",
+        "--outcome",
+        log.to_str().unwrap(),
+    ];
+    let run = run_with(&extra, &target);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_run_clean("-v with --outcome FILE", &run);
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(written.lines().count(), 1);
+    assert_clean("the --outcome file", &written);
+    // Sent all the same.
+    let sent = &lab.records()[0];
+    assert_eq!(sent.header("authorization"), Some("Bearer s3cr3t-bearer"));
+    assert!(sent.path.contains("token=s3cr3t-token"));
+
+    // A success: the body is the user's own business, the rest is masked.
+    let lab = scripted(vec![Step::new(200).body("fine")]);
+    let out = dir.join("body");
+    let extra = ["-v", "-o", out.to_str().unwrap(), "--outcome", "stdout"];
+    let run = run_with(&extra, &url(&lab.url()));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_run_clean("a success with --outcome stdout", &run);
+}
+
+#[test]
+fn failures_and_redirects_mask_credentials() {
+    // Refused connections.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = url(&format!("http://127.0.0.1:{port}"));
+    let run = run_with(&["-v", "--attempts", "2", "--backoff", "10ms"], &refused);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert_run_clean("refused", &run);
+
+    // Timeouts while connecting and while awaiting the answer.
+    let (hole, _hole) = black_hole();
+    let extra = ["-v", "--attempts", "1", "--connect-timeout", "100ms"];
+    let run = run_with(&extra, &url(hole.trim_end_matches('/')));
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert_run_clean("connect timeout", &run);
+    let silent = scripted(vec![Step::new(200).hang()]);
+    let run = run_with(&["-v", "--budget", "300ms"], &url(&silent.url()));
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_run_clean("budget timeout", &run);
+
+    // Redirects that carry the token on, then fail, or point nowhere valid.
+    let lab = scripted(vec![
+        Step::new(302).header("Location", "/next?token=s3cr3t-token"),
+        Step::new(302).header("Location", "http://[::1/?token=s3cr3t-token"),
+    ]);
+    let run = run_with(&["-v", "-L", "--attempts", "1"], &url(&lab.url()));
+    assert!(run.code != 0, "{}", run.stderr);
+    assert_run_clean("redirects", &run);
+
+    // Interrupted mid-request.
+    let lab = scripted(vec![Step::new(200).hang()]);
+    let target = url(&lab.url());
+    let mut live = Live::spawn(abide(&[&HEADERS[..], &["-v", &target]].concat()));
+    live.wait_for("attempt 1/", Duration::from_secs(5));
+    live.signal(libc::SIGINT);
+    let run = live.finish();
+    assert_eq!(run.code, 130, "{}", run.stderr);
+    assert_run_clean("interrupted", &run);
+}
+
+#[test]
+fn usage_errors_mask_credentials_in_the_url() {
+    for target in [
+        "http://ann:s3cr3t-userinfo@127.0.0.1:99999/?token=s3cr3t-token",
+        "http://ann:s3cr3t-userinfo@[::1/?token=s3cr3t-token",
+        "ftp://ann:s3cr3t-userinfo@127.0.0.1/?token=s3cr3t-token",
+        "http://ann:s3cr3t-userinfo@127.0.0.1/a b?token=s3cr3t-token",
+    ] {
+        let run = run_with(&["-v"], target);
+        assert_eq!(run.code, 2, "{target}: {}", run.stderr);
+        assert_run_clean(target, &run);
+    }
+    // A usage error found after the headers were read.
+    let run = run_with(&["--outcome", "stdout"], &url("http://127.0.0.1:1"));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_run_clean("--outcome stdout without -o", &run);
+}
+
+/// Two leaks that need fixes outside this branch's files (see the hardening
+/// report for the diffs): clap quotes the raw value of a `-H` it refuses,
+/// and a user-info that is only a user (`https://TOKEN@host`, the token as
+/// the user name) is not masked when the server echoes it.
+#[test]
+#[ignore = "needs the -H value parser change in src/cli.rs and the user-info change in src/plan.rs"]
+fn malformed_headers_and_token_user_names_are_masked() {
+    for header in [
+        "Authorization Bearer s3cr3t-bearer",
+        "Bad Name: s3cr3t-bearer",
+        "Authorization: Bearer s3cr3t-bearer\r\nX: y",
+    ] {
+        let run = run(&["-H", header, "http://127.0.0.1:1/"]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_run_clean(header, &run);
+    }
+    let lab = scripted(vec![Step::new(401).body("no such user s3cr3t-usertoken")]);
+    let target = lab.url().replace("http://", "http://s3cr3t-usertoken@");
+    let run = run(&[&target]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_run_clean("a token as the user name", &run);
+}
