@@ -169,6 +169,10 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if let Some(credentials) = credentials {
         let (user, password) = credentials.split_once(':').unwrap_or((&credentials, ""));
         redactor.add(password);
+        if password.is_empty() {
+            // `https://TOKEN@host`: a user name alone is usually a token.
+            redactor.add(user);
+        }
         let encoded =
             base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         headers.push(("Authorization".into(), format!("Basic {encoded}")));
@@ -180,7 +184,12 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if let Some(key) = &idempotency_key {
         headers.push(("Idempotency-Key".into(), key.clone()));
     }
-    for Header { name, value } in &r.headers {
+    let given: Vec<Header> = r
+        .headers
+        .iter()
+        .map(|h| crate::cli::parse_header(h))
+        .collect::<Result<_, _>>()?;
+    for Header { name, value } in &given {
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         if let Some(value) = value {
             headers.push((name.clone(), value.clone()));

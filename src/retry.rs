@@ -175,21 +175,18 @@ impl Loop<'_> {
                 attempt: number,
                 limits,
             });
-            let sent = transport.send(limits);
-            if let Some(kind) = sleeper.cancelled() {
-                run.attempts.push(Attempt {
-                    status: None,
-                    error: Some("interrupted".into()),
-                    server_delay: None,
-                    wait: None,
-                    ended_at: clock.now() - run.start,
-                });
-                return run.finish(clock, kind, Why::Cancelled, None);
-            }
-            let attempted = match sent {
+            let attempted = match transport.send(limits) {
                 Ok(reply) => self.answered(reply, sink, clock, &mut run, number, on_event),
                 Err(failure) => self.failed(failure, clock, &mut run, number, on_event),
             };
+            // A signal cuts the request or the download in flight; whatever
+            // that looked like, the run was interrupted.
+            if let Some(kind) = sleeper.cancelled() {
+                let mut attempt = attempted.attempt;
+                attempt.error = Some("interrupted".into());
+                run.attempts.push(attempt);
+                return run.finish(clock, kind, Why::Cancelled, None);
+            }
             drop(slot);
             // Publish first, then sleep: other processes of the scope learn
             // of a Retry-After before this one starts waiting on it.

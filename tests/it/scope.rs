@@ -211,7 +211,11 @@ fn rate_holds_for_ten_processes_started_at_once(b: &Backend) {
     // and no six of them fall within much less than a second. The slack is
     // for a process that sends a little after its slot on a busy machine;
     // a burst would put them within milliseconds.
-    assert!(at[9] - at[0] >= MS(1700), "ten requests within {:?}: {at:?}", at[9] - at[0]);
+    assert!(
+        at[9] - at[0] >= MS(1700),
+        "ten requests within {:?}: {at:?}",
+        at[9] - at[0]
+    );
     for w in at.windows(6) {
         assert!(
             w[5] - w[0] >= MS(900),

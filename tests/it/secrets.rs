@@ -173,12 +173,10 @@ fn usage_errors_mask_credentials_in_the_url() {
     assert_run_clean("--outcome stdout without -o", &run);
 }
 
-/// Two leaks that need fixes outside this branch's files (see the hardening
-/// report for the diffs): clap quotes the raw value of a `-H` it refuses,
-/// and a user-info that is only a user (`https://TOKEN@host`, the token as
-/// the user name) is not masked when the server echoes it.
+/// A refused `-H` is never quoted back, and a user-info that is only a user
+/// (`https://TOKEN@host`, the token as the user name) is masked when the
+/// server echoes it.
 #[test]
-#[ignore = "needs the -H value parser change in src/cli.rs and the user-info change in src/plan.rs"]
 fn malformed_headers_and_token_user_names_are_masked() {
     for header in [
         "Authorization Bearer s3cr3t-bearer",
