@@ -153,7 +153,7 @@ fn a_server_that_accepts_and_never_answers() {
     assert_eq!(server.accepted(), 3);
 
     // One that never even accepts: the connect timeout, then a retry.
-    let (url, _hole) = black_hole();
+    let hole = black_hole();
     let args = [
         "--connect-timeout",
         "200ms",
@@ -163,7 +163,7 @@ fn a_server_that_accepts_and_never_answers() {
         "10ms",
     ];
     let run = ends(
-        &[&args[..], &[&url]].concat(),
+        &[&args[..], &[&hole.url]].concat(),
         4,
         "RETRY_EXHAUSTED",
         MS(1200),
