@@ -4,8 +4,6 @@
 //! headers, URL user-info, `-u` and the query string. Every credential
 //! holds the marker `s3cr3t`, and the marker must appear nowhere.
 
-use std::time::Duration;
-
 use abide::lab::Step;
 
 use crate::util::*;
@@ -125,9 +123,9 @@ fn failures_and_redirects_mask_credentials() {
     assert_run_clean("refused", &run);
 
     // Timeouts while connecting and while awaiting the answer.
-    let (hole, _hole) = black_hole();
+    let hole = black_hole();
     let extra = ["-v", "--attempts", "1", "--connect-timeout", "100ms"];
-    let run = run_with(&extra, &url(hole.trim_end_matches('/')));
+    let run = run_with(&extra, &url(hole.url.trim_end_matches('/')));
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert_run_clean("connect timeout", &run);
     let silent = scripted(vec![Step::new(200).hang()]);
@@ -148,7 +146,7 @@ fn failures_and_redirects_mask_credentials() {
     let lab = scripted(vec![Step::new(200).hang()]);
     let target = url(&lab.url());
     let mut live = Live::spawn(abide(&[&HEADERS[..], &["-v", &target]].concat()));
-    live.wait_for("attempt 1/", Duration::from_secs(5));
+    until("the request to arrive", || lab.records().len() == 1);
     live.signal(libc::SIGINT);
     let run = live.finish();
     assert_eq!(run.code, 130, "{}", run.stderr);

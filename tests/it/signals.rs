@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use abide::lab::Step;
 
@@ -27,15 +27,6 @@ fn assert_cancelled(run: &Run, took: Duration, code: i32, name: &str) {
     assert_eq!(o["outcome"], "CANCELLED", "{o}");
     assert_eq!(o["exit_code"], code);
     assert!(o["reason"].as_str().unwrap().contains(name), "{o}");
-}
-
-/// Polls until `done` holds, for at most PATIENCE.
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 fn with(dir: &Path, args: &[&str]) -> std::process::Command {
@@ -65,7 +56,7 @@ fn a_signal_during_a_wait_ends_the_run_and_keeps_the_servers_delay() {
                 &lab.url(),
             ],
         ));
-        live.wait_for("waiting 5.00s", PATIENCE);
+        live.wait_for("waiting ", PATIENCE);
         let took = live.signal(signal);
         let run = live.finish();
         assert_cancelled(&run, took, code, name);
@@ -99,7 +90,6 @@ fn a_signal_while_awaiting_the_answer_cuts_the_request_and_frees_its_slot() {
         let scope = format!("sig-request-{fault}");
         let args = ["--scope", &scope, "--max-concurrent", "1"];
         let mut live = Live::spawn(with(&state, &[&args[..], &["-v", &lab.url()]].concat()));
-        live.wait_for("attempt 1/", PATIENCE);
         until("the request to arrive", || lab.records().len() == 1);
         let took = live.signal(signal);
         let run = live.finish();
@@ -116,12 +106,10 @@ fn a_signal_while_awaiting_the_answer_cuts_the_request_and_frees_its_slot() {
 
 #[test]
 fn a_signal_while_connecting_ends_the_run_without_waiting_for_the_connect_timeout() {
-    let (url, _hole) = black_hole();
+    let hole = black_hole();
     for (signal, code, name) in SIGNALS {
-        let mut live = Live::spawn(abide(&["-v", "--connect-timeout", "20s", &url]));
-        live.wait_for("attempt 1/", PATIENCE);
-        // Well inside the connect by now.
-        std::thread::sleep(Duration::from_millis(50));
+        let mut live = Live::spawn(abide(&["--connect-timeout", "20s", &hole.url]));
+        until("the connect to start", || hole.connecting());
         let took = live.signal(signal);
         let run = live.finish();
         assert_cancelled(&run, took, code, name);
@@ -168,11 +156,15 @@ fn a_signal_during_a_download_leaves_no_partial_file() {
 #[test]
 fn a_signal_during_a_download_to_stdout_or_on_the_last_attempt_is_a_cancellation() {
     let server = stalled_download(Some(1 << 30));
-    for args in [vec![], vec!["--attempts", "1", "-o", "/dev/null"]] {
+    for (i, args) in [vec![], vec!["--attempts", "1", "-o", "/dev/null"]]
+        .into_iter()
+        .enumerate()
+    {
         let (signal, code, name) = SIGNALS[0];
-        let mut live = Live::spawn(abide(&[&args[..], &["-v", &server.url()]].concat()));
-        live.wait_for("200 OK from", PATIENCE);
-        std::thread::sleep(Duration::from_millis(50));
+        let mut live = Live::spawn(abide(&[&args[..], &[&server.url()]].concat()));
+        until("the request", || server.accepted() == i + 1);
+        // The first MiB is on its way; the rest never comes.
+        std::thread::sleep(Duration::from_millis(100));
         let took = live.signal(signal);
         let run = live.finish();
         assert_cancelled(&run, took, code, name);

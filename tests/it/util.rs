@@ -299,10 +299,17 @@ pub fn hold(mut stream: TcpStream) {
     let _ = stream.shutdown(Shutdown::Both);
 }
 
-/// A URL whose listener's accept queue is full: connecting to it hangs until
-/// the client's connect timeout, like a host that drops SYNs. The connection
-/// stays a black hole while the returned value lives.
-pub fn black_hole() -> (String, (TcpListener, Vec<TcpStream>)) {
+/// A listener whose accept queue is full: connecting to it hangs until the
+/// client's connect timeout, like a host that drops SYNs, for as long as
+/// this value lives.
+pub struct BlackHole {
+    pub url: String,
+    port: u16,
+    _listener: TcpListener,
+    _queued: Vec<TcpStream>,
+}
+
+pub fn black_hole() -> BlackHole {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     // SAFETY: listen(2) on a socket we own; calling it again only changes the backlog.
     assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
@@ -312,7 +319,39 @@ pub fn black_hole() -> (String, (TcpListener, Vec<TcpStream>)) {
         queued.push(stream);
         assert!(queued.len() < 64, "the accept queue never filled");
     }
-    (format!("http://{addr}/"), (listener, queued))
+    BlackHole {
+        url: format!("http://{addr}/"),
+        port: addr.port(),
+        _listener: listener,
+        _queued: queued,
+    }
+}
+
+impl BlackHole {
+    /// Whether some process is trying to connect (its SYN unanswered), as
+    /// /proc/net/tcp shows: `st` 02 is SYN_SENT.
+    pub fn connecting(&self) -> bool {
+        let port = format!(":{:04X}", self.port);
+        std::fs::read_to_string("/proc/net/tcp")
+            .unwrap_or_default()
+            .lines()
+            .any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.len() > 3 && fields[2].ends_with(&port) && fields[3] == "02"
+            })
+    }
+}
+
+/// Polls until `done` holds; panics after five seconds.
+pub fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// A running `abide` whose stderr is read line by line as it comes.
