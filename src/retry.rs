@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::contract;
 use crate::decision::{
     self, Draw, Next, Observation, Phase, Policy, Progress, Replay, StopWhy, Verdict, Wait,
+    WaitCause,
 };
 use crate::delay::{self, ServerDelay};
 use crate::http::{self, Failure, Limits, Reply, Transport};
@@ -227,8 +228,14 @@ impl Loop<'_> {
                         wait: &wait,
                         retry: number,
                     });
+                    let before = clock.now();
                     if let Err(kind) = run.sleep(wait.duration, clock, sleeper) {
-                        return run.finish(clock, kind, Why::Cancelled, None);
+                        // Cut short during the server's delay: the caller
+                        // still must not come back before it ends.
+                        let left = wait.duration.saturating_sub(clock.now() - before);
+                        let not_before =
+                            matches!(wait.cause, WaitCause::Server { .. }).then_some(left);
+                        return run.finish(clock, kind, Why::Cancelled, not_before);
                     }
                 }
             }
@@ -815,6 +822,17 @@ mod tests {
         assert_eq!(record.kind, Kind::Cancelled);
         assert_eq!(record.why, Why::Cancelled);
         assert_eq!(sent.len(), 1);
+    }
+
+    #[test]
+    fn a_cancelled_server_delay_still_says_when_to_come_back() {
+        let mut case = Case::new(vec![Ok((429, vec![("Retry-After", "5")]))]);
+        case.cancel_after = Some(1);
+        let (record, _, _) = case.run();
+        assert_eq!(record.kind, Kind::Cancelled);
+        // The fake sleeper is cut before any time passes: all 5 s are left.
+        let expected = epoch() + Duration::from_millis(10) + Duration::from_secs(5);
+        assert_eq!(record.next_allowed_at, Some(expected));
     }
 
     #[test]

@@ -191,3 +191,60 @@ fn malformed_headers_and_token_user_names_are_masked() {
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert_run_clean("a token as the user name", &run);
 }
+
+/// The agent object (body, headers, error) and the audit log, after answers
+/// that echo every credential, and after a usage error in agent mode.
+#[test]
+fn the_agent_object_and_the_audit_log_mask_credentials() {
+    let dir = temp_dir("secrets-agent");
+    let log = dir.join("audit.jsonl");
+    let lab = scripted(vec![
+        Step::new(503)
+            .header("Location", "/next?token=s3cr3t-token")
+            .body(echo("ann:s3cr3t-userinfo")),
+        Step::new(200)
+            .header("Content-Type", "application/json")
+            .header("Set-Cookie", "session=s3cr3t-cookie")
+            .body(format!("{{\"echo\":\"{}\"}}", echo("ann:s3cr3t-userinfo"))),
+    ]);
+    let log_arg = log.to_str().unwrap();
+    let state = dir.join("state");
+    let state_arg = state.to_str().unwrap();
+    for extra in [
+        vec![
+            "--agent",
+            "--backoff",
+            "10ms",
+            "--log",
+            log_arg,
+            "--state-dir",
+            state_arg,
+        ],
+        vec![
+            "--agent",
+            "--attempts",
+            "1",
+            "--log",
+            log_arg,
+            "--state-dir",
+            state_arg,
+        ],
+    ] {
+        let run = run_with(&extra, &url(&lab.url()));
+        assert_run_clean("agent", &run);
+        let object: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert!(
+            object["body"].is_object() || object["body"].is_string(),
+            "{object}"
+        );
+    }
+    assert_clean("audit log", &std::fs::read_to_string(&log).unwrap());
+    for entry in std::fs::read_dir(&state).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        assert_clean("scope state", &text);
+    }
+    // A usage error in agent mode, with credentials on the command line.
+    let run = run_with(&["--agent", "--budget", "soon"], &url(&lab.url()));
+    assert_eq!(run.code, 2);
+    assert_run_clean("agent usage error", &run);
+}
