@@ -314,10 +314,15 @@ pub(crate) fn status_text(status: u16) -> String {
     }
 }
 
+/// Seconds for a sentence: `120 s`, `1.5 s`, `0.25 s`, and a tenth of a
+/// second for long spans (`59.997 s` reads `60.0 s`).
 fn secs_text(d: Duration) -> String {
     let s = seconds(d);
     if s.fract() == 0.0 {
         format!("{s:.0} s")
+    } else if s >= 10.0 {
+        // Budgets left: a tenth of a second is precision enough.
+        format!("{s:.1} s")
     } else {
         format!("{s} s")
     }
