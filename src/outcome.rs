@@ -447,6 +447,10 @@ impl Words<'_> {
                 Some(_) => format!("{} will not change by retrying; report it or try again much later.", self.what()),
                 None => format!("{}; retrying will not help, fix the cause first.", self.what()),
             },
+            Kind::RetryExhausted if self.status == Some(429) => format!(
+                "The server is still rate limiting; {}.",
+                not_before("wait before calling again")
+            ),
             Kind::RetryExhausted => format!(
                 "The server kept failing; {}, and consider a larger --attempts or --budget.",
                 not_before("wait before calling again")
