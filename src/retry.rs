@@ -188,10 +188,11 @@ impl Loop<'_> {
                 run.attempts.push(attempt);
                 return run.finish(clock, kind, Why::Cancelled, None);
             }
-            drop(slot);
-            // Publish first, then sleep: other processes of the scope learn
-            // of a Retry-After before this one starts waiting on it.
+            // Publish first, then sleep (and only then free the slot): other
+            // processes of the scope learn of a Retry-After before this one
+            // waits on it, and before anyone else can send.
             let news = self.teach_scope(&attempted, on_event);
+            drop(slot);
             let Attempted {
                 judged,
                 server,
@@ -215,8 +216,12 @@ impl Loop<'_> {
                 }
                 // This attempt opened the scope's breaker: waiting would only
                 // find it open, so say so now, with when it half-opens.
-                Next::Wait(_) if matches!(news, BreakerNews::Opened { .. }) => {
-                    let cooldown = self.shared.map(|s| s.policy.breaker_cooldown);
+                Next::Wait(wait) if matches!(news, BreakerNews::Opened { .. }) => {
+                    // Not before the breaker half-opens, nor before the
+                    // server's own delay ends.
+                    let cooldown = self
+                        .shared
+                        .map(|s| s.policy.breaker_cooldown.max(wait.duration));
                     let why = Why::Decided(StopWhy::CircuitOpen { probing: false });
                     return run.finish(clock, Kind::CircuitOpen, why, cooldown);
                 }
@@ -256,12 +261,23 @@ impl Loop<'_> {
         let Some(shared) = self.shared else {
             return Ok(None);
         };
+        // A --rate slot is reserved once per attempt; the breaker and the
+        // gate are asked again after every wait, since another process may
+        // have closed them in the meantime.
+        let mut rate_reserved = false;
         loop {
             let elapsed = clock.now() - run.start;
             let left = self.policy.budget.saturating_sub(elapsed);
             let patience = self.policy.max_wait.map_or(left, |m| m.min(left));
-            let (cause, wait) = match shared.admit(patience) {
-                Admit::Go => break,
+            let (cause, wait) = match shared.admit(patience, !rate_reserved) {
+                Admit::Go => {
+                    let slot = self.take_slot(shared, clock, sleeper, run)?;
+                    // Waiting for the slot, the gate may have closed again.
+                    if slot.is_none() || shared.gate_open() {
+                        return Ok(slot);
+                    }
+                    continue;
+                }
                 Admit::CircuitOpen { wait, probing } => {
                     let why = Why::Decided(StopWhy::CircuitOpen { probing });
                     return Err((Kind::CircuitOpen, why, Some(wait)));
@@ -285,15 +301,29 @@ impl Loop<'_> {
                     });
                     let before = clock.now();
                     let slept = run.sleep(wait.duration, clock, sleeper);
-                    run.scope_waits.push((clock.now() - before, cause));
-                    slept.map_err(|kind| (kind, Why::Cancelled, None))?;
-                    // A reserved --rate slot is ours: go without asking again.
-                    if cause == scope::Wait::Rate {
-                        break;
+                    let waited = clock.now() - before;
+                    run.scope_waits.push((waited, cause));
+                    if let Err(kind) = slept {
+                        // The gate still holds for whoever calls next.
+                        let left = wait.duration.saturating_sub(waited);
+                        let gate = matches!(cause, scope::Wait::Gate(_)).then_some(left);
+                        return Err((kind, Why::Cancelled, gate));
                     }
+                    rate_reserved |= cause == scope::Wait::Rate;
                 }
             }
         }
+    }
+
+    /// A `--max-concurrent` slot of the scope, waited for within the budget;
+    /// `None` when there is no limit.
+    fn take_slot(
+        &self,
+        shared: &Shared,
+        clock: &dyn Clock,
+        sleeper: &mut dyn Sleeper,
+        run: &mut Run,
+    ) -> Result<Option<Slot>, End> {
         let mut pause = Duration::from_millis(1);
         loop {
             // The slot is held for the attempt; if this process dies, its

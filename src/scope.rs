@@ -169,18 +169,22 @@ pub enum Wait {
 /// Decides whether process `me` may send now, reserving a `--rate` slot and
 /// claiming the half-open probe as it goes. `deadline` is the latest time
 /// the caller could still send: a rate slot past it is not reserved.
+/// `reserve_rate` is false when this attempt already holds its slot.
 pub fn admit(
     state: &mut ScopeState,
     now: Millis,
     deadline: Millis,
     policy: &ScopePolicy,
     me: &str,
+    reserve_rate: bool,
 ) -> Admission {
     let mut probe = false;
     if let Some(open_until) = state.breaker.open_until {
         if now < open_until {
+            // Not before the server's own delay ends either.
+            let gate = state.next_allowed_at.unwrap_or(0);
             return Admission::CircuitOpen {
-                until: open_until,
+                until: open_until.max(gate),
                 probing: false,
             };
         }
@@ -208,7 +212,7 @@ pub fn admit(
         };
     }
     let mut at = now;
-    if let Some(interval) = policy.rate_interval {
+    if let Some(interval) = policy.rate_interval.filter(|_| reserve_rate) {
         let tat = state.rate_tat.unwrap_or(now).max(now);
         if tat > deadline {
             return Admission::Wait {
@@ -248,10 +252,15 @@ pub fn keep_for(state: &ScopeState, now: Millis) -> Duration {
 
 /// Whether a request is worth reading the state for at all: the fast path of
 /// a run with nothing shared to honour.
-pub fn is_idle(state: &ScopeState, now: Millis, policy: &ScopePolicy) -> bool {
-    policy.rate_interval.is_none()
+pub fn is_idle(state: &ScopeState, now: Millis, policy: &ScopePolicy, reserve_rate: bool) -> bool {
+    (policy.rate_interval.is_none() || !reserve_rate)
         && state.breaker.open_until.is_none()
-        && state.next_allowed_at.is_none_or(|t| t <= now)
+        && gate_open(state, now)
+}
+
+/// Whether the Retry-After (or quota) gate lets a request through now.
+pub fn gate_open(state: &ScopeState, now: Millis) -> bool {
+    state.next_allowed_at.is_none_or(|t| t <= now)
 }
 
 /// How an attempt bears on the breaker.
@@ -395,7 +404,7 @@ mod tests {
         let p = policy();
         let mut s = ScopeState::default();
         assert_eq!(
-            admit(&mut s, 1000, FAR, &p, "a"),
+            admit(&mut s, 1000, FAR, &p, "a", true),
             Admission::Go {
                 at: 1000,
                 probe: false
@@ -416,10 +425,10 @@ mod tests {
             until: 21_000,
             cause: Wait::Gate(GateCause::RetryAfter),
         };
-        assert_eq!(admit(&mut s, 3000, FAR, &p, "c"), wait);
-        assert!(!is_idle(&s, 3000, &p));
+        assert_eq!(admit(&mut s, 3000, FAR, &p, "c", true), wait);
+        assert!(!is_idle(&s, 3000, &p, true));
         assert_eq!(
-            admit(&mut s, 21_000, FAR, &p, "c"),
+            admit(&mut s, 21_000, FAR, &p, "c", true),
             Admission::Go {
                 at: 21_000,
                 probe: false
@@ -434,7 +443,49 @@ mod tests {
         // A gate in the past is cleaned away.
         learn(&mut s, 50_000, &lesson(Health::Alive), &p, "d");
         assert_eq!(s.next_allowed_at, None);
-        assert!(is_idle(&s, 50_000, &p));
+        assert!(is_idle(&s, 50_000, &p, true));
+    }
+
+    #[test]
+    fn an_attempt_holding_its_rate_slot_reserves_no_other() {
+        let p = ScopePolicy {
+            rate_interval: Some(Duration::from_millis(200)),
+            ..policy()
+        };
+        let mut s = ScopeState::default();
+        assert_eq!(
+            admit(&mut s, 1000, FAR, &p, "x", true),
+            Admission::Go {
+                at: 1000,
+                probe: false
+            }
+        );
+        assert_eq!(
+            admit(&mut s, 1000, FAR, &p, "x", false),
+            Admission::Go {
+                at: 1000,
+                probe: false
+            }
+        );
+        assert_eq!(s.rate_tat, Some(1200));
+        assert!(is_idle(&s, 1000, &p, false) && !is_idle(&s, 1000, &p, true));
+    }
+
+    #[test]
+    fn an_open_breaker_never_reopens_before_the_servers_delay() {
+        let p = policy();
+        let mut s = ScopeState::default();
+        let l = Lesson {
+            retry_after: Some(Duration::from_secs(60)),
+            ..lesson(Health::Failure)
+        };
+        for _ in 0..3 {
+            learn(&mut s, 0, &l, &p, "a");
+        }
+        match admit(&mut s, 1000, FAR, &p, "b", true) {
+            Admission::CircuitOpen { until, .. } => assert!(until > 60_000, "{until}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -445,7 +496,7 @@ mod tests {
         };
         let mut s = ScopeState::default();
         let slots: Vec<_> = (0..5)
-            .map(|_| match admit(&mut s, 1000, FAR, &p, "x") {
+            .map(|_| match admit(&mut s, 1000, FAR, &p, "x", true) {
                 Admission::Go { at, .. } => at,
                 other => panic!("{other:?}"),
             })
@@ -453,7 +504,7 @@ mod tests {
         assert_eq!(slots, [1000, 1200, 1400, 1600, 1800]);
         // A slot beyond the deadline is not reserved.
         assert_eq!(
-            admit(&mut s, 1000, 1500, &p, "x"),
+            admit(&mut s, 1000, 1500, &p, "x", true),
             Admission::Wait {
                 until: 2000,
                 cause: Wait::Rate
@@ -462,14 +513,14 @@ mod tests {
         assert_eq!(s.rate_tat, Some(2000));
         // After a quiet spell there is no credit for a burst either.
         assert_eq!(
-            admit(&mut s, 9000, FAR, &p, "x"),
+            admit(&mut s, 9000, FAR, &p, "x", true),
             Admission::Go {
                 at: 9000,
                 probe: false
             }
         );
         assert_eq!(
-            admit(&mut s, 9000, FAR, &p, "x"),
+            admit(&mut s, 9000, FAR, &p, "x", true),
             Admission::Go {
                 at: 9200,
                 probe: false
@@ -495,7 +546,7 @@ mod tests {
             BreakerNews::Opened { until: 31_000 }
         );
         assert_eq!(
-            admit(&mut s, 2000, FAR, &p, "c"),
+            admit(&mut s, 2000, FAR, &p, "c", true),
             Admission::CircuitOpen {
                 until: 31_000,
                 probing: false
@@ -503,14 +554,14 @@ mod tests {
         );
         // Half-open: one probe, the others still see it open.
         assert_eq!(
-            admit(&mut s, 31_000, FAR, &p, "c"),
+            admit(&mut s, 31_000, FAR, &p, "c", true),
             Admission::Go {
                 at: 31_000,
                 probe: true
             }
         );
         assert_eq!(
-            admit(&mut s, 31_500, FAR, &p, "d"),
+            admit(&mut s, 31_500, FAR, &p, "d", true),
             Admission::CircuitOpen {
                 until: 41_000,
                 probing: true
@@ -522,7 +573,7 @@ mod tests {
             BreakerNews::Opened { until: 62_000 }
         );
         assert_eq!(
-            admit(&mut s, 62_000, FAR, &p, "d"),
+            admit(&mut s, 62_000, FAR, &p, "d", true),
             Admission::Go {
                 at: 62_000,
                 probe: true
@@ -547,17 +598,17 @@ mod tests {
             ..ScopeState::default()
         };
         assert!(matches!(
-            admit(&mut s, 10, FAR, &p, "a"),
+            admit(&mut s, 10, FAR, &p, "a", true),
             Admission::Go { probe: true, .. }
         ));
         release(&mut s, "a");
         assert!(matches!(
-            admit(&mut s, 20, FAR, &p, "b"),
+            admit(&mut s, 20, FAR, &p, "b", true),
             Admission::Go { probe: true, .. }
         ));
         // A probe that never reports expires.
         assert!(matches!(
-            admit(&mut s, 20 + 10_000, FAR, &p, "c"),
+            admit(&mut s, 20 + 10_000, FAR, &p, "c", true),
             Admission::Go { probe: true, .. }
         ));
     }

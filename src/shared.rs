@@ -117,7 +117,7 @@ impl Shared {
     /// May this process send now? `patience` is the longest it could wait
     /// for a `--rate` slot; a slot within it is reserved, and a half-open
     /// probe is claimed, as the scope says yes.
-    pub fn admit(&self, patience: Duration) -> Admit {
+    pub fn admit(&self, patience: Duration, reserve_rate: bool) -> Admit {
         let (state, now) = match self.store.read(&self.name) {
             Ok(read) => read,
             Err(e) => {
@@ -125,7 +125,7 @@ impl Shared {
                 return self.unavailable();
             }
         };
-        let idle = scope::is_idle(&state, now, &self.policy);
+        let idle = scope::is_idle(&state, now, &self.policy, reserve_rate);
         *self.seen.borrow_mut() = state;
         if idle {
             return Admit::Go;
@@ -133,7 +133,7 @@ impl Shared {
         let mut admit = Admit::Go;
         let updated = self.update(&mut |state, now| {
             let deadline = now.saturating_add(scope::millis(patience));
-            admit = match scope::admit(state, now, deadline, &self.policy, &self.me) {
+            admit = match scope::admit(state, now, deadline, &self.policy, &self.me, reserve_rate) {
                 Admission::Go { at, .. } if at <= now => Admit::Go,
                 Admission::Go { at, .. } => Admit::Wait {
                     wait: after(now, at),
@@ -150,6 +150,18 @@ impl Shared {
             };
         });
         if updated { admit } else { self.unavailable() }
+    }
+
+    /// Whether the scope's gate is open now (a store that cannot be read
+    /// does not hold anyone back).
+    pub fn gate_open(&self) -> bool {
+        match self.store.read(&self.name) {
+            Ok((state, now)) => scope::gate_open(&state, now),
+            Err(e) => {
+                self.failed(&e);
+                true
+            }
+        }
     }
 
     /// Publishes what an attempt taught (before the process sleeps on it).

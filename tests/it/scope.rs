@@ -42,6 +42,8 @@ on_both_backends!(
     max_concurrent_is_never_exceeded,
     the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes,
     a_named_scope_groups_different_urls,
+    the_gate_holds_after_a_rate_wait,
+    the_gate_holds_after_a_slot_wait,
 );
 
 fn spawn(mut cmd: Command) -> Child {
@@ -370,4 +372,49 @@ fn rand_suffix() -> u32 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .subsec_nanos()
+}
+
+/// Process A's request is answered `429 Retry-After: 1` after 300 ms; B,
+/// started 50 ms after A, waits for something else (`extra`) first, and must
+/// still not send before A's Retry-After has passed.
+fn second_waits_for_the_firsts_gate(b: &Backend, extra: &[&str]) {
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "1").delay(MS(300)),
+        Step::new(200),
+    ]);
+    let scope = format!("gate-after-wait-{}-{}", std::process::id(), rand_suffix());
+    let args = |path: &str| {
+        let mut all = vec![
+            "--scope",
+            scope.as_str(),
+            "--attempts",
+            "1",
+            "--jitter",
+            "0",
+        ];
+        all.extend_from_slice(extra);
+        let url = format!("{}{path}", lab.url());
+        let mut cmd = b.abide(&all);
+        cmd.arg(url);
+        cmd
+    };
+    let first = spawn(args("/a"));
+    std::thread::sleep(MS(50));
+    let second = spawn(args("/b"));
+    let runs = wait_all(vec![first, second]);
+    assert_eq!(runs[1].code, 0, "{}", runs[1].stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 2);
+    let gap = records[1].at - records[0].at;
+    // 300 ms to the answer, then the 1 s the server asked for.
+    assert!(gap >= MS(1300), "B went {gap:?} after A");
+    assert_eq!(records[1].early_by_ms, None);
+}
+
+fn the_gate_holds_after_a_rate_wait(b: &Backend) {
+    second_waits_for_the_firsts_gate(b, &["--rate", "2/s"]);
+}
+
+fn the_gate_holds_after_a_slot_wait(b: &Backend) {
+    second_waits_for_the_firsts_gate(b, &["--max-concurrent", "1"]);
 }
