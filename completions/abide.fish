@@ -61,7 +61,7 @@ complete -c abide -n "__fish_abide_needs_command" -l breaker-cooldown -d 'How lo
 complete -c abide -n "__fish_abide_needs_command" -s o -l output -d 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched)' -r -F
 complete -c abide -n "__fish_abide_needs_command" -l outcome -d 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to' -r
 complete -c abide -n "__fish_abide_needs_command" -l log -d 'Append an audit log to FILE: one JSON line per event (request, answer or error, wait, outcome), credentials redacted; many runs may share it' -r -F
-complete -c abide -n "__fish_abide_needs_command" -l max-body -d 'Largest body kept in the --agent object (and checked by --require without -o); sizes like 1KiB, 2MiB' -r
+complete -c abide -n "__fish_abide_needs_command" -l max-body -d 'Largest body kept in the --agent object; sizes like 1KiB, 2MiB (--require checks bodies up to 64MiB)' -r
 complete -c abide -n "__fish_abide_needs_command" -l require -d 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried' -r
 complete -c abide -n "__fish_abide_needs_command" -l no-progress -d 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off' -r
 complete -c abide -n "__fish_abide_needs_command" -l task -d 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key' -r

@@ -27,10 +27,15 @@ fn shown(name: &str) -> bool {
         || name.starts_with("x-ratelimit-")
 }
 
-pub fn headers(all: &[(String, String)]) -> Map<String, Value> {
+/// The headers a model sees, with any credential masked (a `Location` may
+/// carry a signed URL or a token).
+pub fn headers(all: &[(String, String)], redactor: &Redactor) -> Map<String, Value> {
     all.iter()
         .filter(|(name, _)| shown(&name.to_ascii_lowercase()))
-        .map(|(name, value)| (name.to_ascii_lowercase(), Value::String(value.clone())))
+        .map(|(name, value)| {
+            let value = redactor.text(&crate::redact::url(value));
+            (name.to_ascii_lowercase(), Value::String(value))
+        })
         .collect()
 }
 
@@ -82,19 +87,23 @@ mod tests {
             ("X-RateLimit-Reset", "5"),
             ("Set-Cookie", "s=secret"),
             ("Server", "lab"),
+            ("Location", "/next?X-Amz-Signature=abc&page=2"),
         ]
         .iter()
         .map(|(n, v)| (n.to_string(), v.to_string()))
         .collect();
-        let names: Vec<String> = headers(&all).keys().cloned().collect();
+        let shown = headers(&all, &Redactor::default());
+        let names: Vec<&String> = shown.keys().collect();
         assert_eq!(
             names,
             [
                 "content-type",
                 "retry-after",
                 "ratelimit-policy",
-                "x-ratelimit-reset"
+                "x-ratelimit-reset",
+                "location"
             ]
         );
+        assert_eq!(shown["location"], "/next?X-Amz-Signature=***&page=2");
     }
 }

@@ -85,8 +85,16 @@ fn agent_usage_error(message: &str) -> ExitCode {
         body_truncated: false,
         headers: serde_json::Map::new(),
     };
-    println!("{}", serde_json::to_string(&object).expect("serializable"));
+    print_object(&object);
     ExitCode::from(Kind::UsageError.exit_code())
+}
+
+/// The agent's one object on stdout; a reader that went away gets nothing,
+/// and there is nowhere better to say so.
+fn print_object(object: &AgentObject) {
+    let mut line = serde_json::to_string(object).expect("the agent object always serializes");
+    line.push('\n');
+    let _ = std::io::stdout().write_all(line.as_bytes());
 }
 
 fn fetch(cli: &Cli) -> ExitCode {
@@ -105,6 +113,23 @@ fn fetch(cli: &Cli) -> ExitCode {
     if let (Some(e), true) = (&state_failure, plan.state_required) {
         let why = Why::Internal(format!(
             "the shared state is unavailable ({e}) and --state-required is set"
+        ));
+        return finish(
+            &plan,
+            Record::unsent(Kind::InternalError, why),
+            None,
+            &mut audit,
+            agent,
+        );
+    }
+    if let (Some(_), None) = (&plan.task, &shared) {
+        // Without the state the key would be new on every rerun: the very
+        // double write --task is there to prevent.
+        let why = Why::Internal(format!(
+            "--task keeps its idempotency key in the scope state, which is unavailable ({})",
+            state_failure
+                .as_deref()
+                .unwrap_or("no state directory: set --state-dir or HOME")
         ));
         return finish(
             &plan,
@@ -205,8 +230,8 @@ fn fetch(cli: &Cli) -> ExitCode {
             }
         }
     }
-    if let Some(e) = state_failure.filter(|_| !plan.state_required) {
-        if !agent {
+    if let Some(e) = state_failure {
+        if !agent && !plan.state_required {
             eprintln!("abide: warning: the shared state is unavailable ({e}); going on without it");
         }
         record.notes.push(format!(
@@ -233,12 +258,15 @@ fn fetch(cli: &Cli) -> ExitCode {
 /// Opens the scope state the plan asks for. A store that cannot be opened is
 /// reported (second value) and the run goes on without it, unless required.
 fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
+    // Short, and never more than a fraction of the budget; after its first
+    // failure a run stops using the store, so that is all it can cost.
+    let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
     let store: std::io::Result<Box<dyn Store>> = match &plan.state {
         None => return (None, None),
-        Some(Backend::Files(dir)) => FileStore::open(dir).map(|s| Box::new(s) as Box<dyn Store>),
+        Some(Backend::Files(dir)) => {
+            FileStore::open(dir, timeout).map(|s| Box::new(s) as Box<dyn Store>)
+        }
         Some(Backend::Redis(url)) => {
-            // Short, and never more than a fraction of the budget.
-            let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
             RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store>)
         }
     };
@@ -288,9 +316,9 @@ fn finish(
             line: &line,
             body: crate::agent::body(&bytes, truncated, &plan.redactor),
             body_truncated: truncated,
-            headers: crate::agent::headers(&record.headers),
+            headers: crate::agent::headers(&record.headers, &plan.redactor),
         };
-        println!("{}", serde_json::to_string(&object).expect("serializable"));
+        print_object(&object);
     } else {
         write_outcome(plan, &line);
     }

@@ -287,8 +287,8 @@ pub struct AgentArgs {
     #[arg(long, env = "ABIDE_AGENT", value_parser = FalseyValueParser::new())]
     pub agent: bool,
 
-    /// Largest body kept in the --agent object (and checked by --require
-    /// without -o); sizes like 1KiB, 2MiB.
+    /// Largest body kept in the --agent object; sizes like 1KiB, 2MiB
+    /// (--require checks bodies up to 64MiB).
     #[arg(long = "max-body", value_name = "SIZE", env = "ABIDE_MAX_BODY", default_value = "64KiB",
           value_parser = crate::units::parse_size)]
     pub max_body: u64,

@@ -128,7 +128,11 @@ pub fn classify(observation: Observation, replay: Replay, policy: &Policy) -> Ve
             Replay::Safe => Verdict::Retryable,
             Replay::Unsafe => Verdict::SideEffectUnknown,
         },
-        Observation::Transport(Phase::Final) => Verdict::NonRetryable,
+        // Retrying cannot help; but a write may have been applied all the same.
+        Observation::Transport(Phase::Final) => match replay {
+            Replay::Safe => Verdict::NonRetryable,
+            Replay::Unsafe => Verdict::SideEffectUnknown,
+        },
     }
 }
 
@@ -416,6 +420,7 @@ mod tests {
             (Transport(AfterSend), Safe, Retryable),
             (Transport(AfterSend), Unsafe, SideEffectUnknown),
             (Transport(Final), Safe, NonRetryable),
+            (Transport(Final), Unsafe, SideEffectUnknown),
         ];
         for (observation, replay, verdict) in rows {
             assert_eq!(

@@ -211,12 +211,11 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             }
         }
     }
-    let idempotency_key = idempotency_key.or_else(|| {
-        headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
-            .map(|(_, v)| v.clone())
-    });
+    // What is actually sent decides: a key removed with -H is no key.
+    let idempotency_key = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+        .map(|(_, v)| v.clone());
 
     let p = &cli.policy;
     let attempts = p.retry.map_or(p.attempts, |retries| retries + 1);
@@ -232,6 +231,9 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     };
     if policy.budget.is_zero() {
         return Err("--budget must be more than 0".into());
+    }
+    if r.max_time.is_zero() || r.connect_timeout.is_zero() {
+        return Err("-m/--max-time and --connect-timeout must be more than 0".into());
     }
     let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
     let sc = &cli.scope;
@@ -252,6 +254,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let state = match &sc.state {
         _ if sc.no_state => None,
         Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
+            redis::IntoConnectionInfo::into_connection_info(url.as_str())
+                .map_err(|e| format!("--state is not a usable Redis URL ({:?})", e.kind()))?;
             if let Some((userinfo, _)) = url
                 .split_once("://")
                 .and_then(|(_, rest)| rest.split_once('@'))
@@ -453,6 +457,19 @@ mod tests {
         let p = plan_of(&["-X", "POST", "-H", "Idempotency-Key: k1", "h"]).unwrap();
         assert_eq!(p.context.idempotency_key.as_deref(), Some("k1"));
         assert_eq!(p.replay, Replay::Safe);
+        // A key removed with -H is no key: the write is not repeatable.
+        let p = plan_of(&[
+            "-X",
+            "POST",
+            "--idempotency-key",
+            "auto",
+            "-H",
+            "Idempotency-Key:",
+            "h",
+        ])
+        .unwrap();
+        assert_eq!(p.context.idempotency_key, None);
+        assert_eq!(p.replay, Replay::Unsafe);
         let p = plan_of(&["-X", "POST", "--idempotent", "h"]).unwrap();
         assert_eq!(p.replay, Replay::Safe);
         assert_eq!(p.context.idempotency_key, None);
@@ -554,6 +571,8 @@ mod tests {
             &["--max-body", "lots", "h"],
             &["--state", "memcached://h", "h"],
             &["--state", "redis://h", "--no-state", "h"],
+            &["--state", "redis://h:6379/not-a-db", "h"],
+            &["-m", "0", "h"],
             &[],
         ] {
             assert!(plan_of(args).is_err(), "{args:?}");

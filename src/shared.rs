@@ -99,7 +99,27 @@ impl Shared {
         }
     }
 
+    /// Whether the store is still worth asking: after its first failure in a
+    /// run it is not, so an outage costs a run one timeout at most.
+    fn usable(&self) -> bool {
+        self.failure.borrow().is_none()
+    }
+
+    /// Reads the record, unless the store has already failed this run.
+    fn read(&self) -> Option<(ScopeState, Millis)> {
+        if !self.usable() {
+            return None;
+        }
+        self.store
+            .read(&self.name)
+            .map_err(|e| self.failed(&e))
+            .ok()
+    }
+
     fn update(&self, change: &mut dyn FnMut(&mut ScopeState, Millis)) -> bool {
+        if !self.usable() {
+            return false;
+        }
         let mut seen = None;
         let result = self.store.update(&self.name, &mut |state, now| {
             change(state, now);
@@ -118,12 +138,8 @@ impl Shared {
     /// for a `--rate` slot; a slot within it is reserved, and a half-open
     /// probe is claimed, as the scope says yes.
     pub fn admit(&self, patience: Duration, reserve_rate: bool) -> Admit {
-        let (state, now) = match self.store.read(&self.name) {
-            Ok(read) => read,
-            Err(e) => {
-                self.failed(&e);
-                return self.unavailable();
-            }
+        let Some((state, now)) = self.read() else {
+            return self.unavailable();
         };
         let idle = scope::is_idle(&state, now, &self.policy, reserve_rate);
         *self.seen.borrow_mut() = state;
@@ -155,13 +171,8 @@ impl Shared {
     /// Whether the scope's gate is open now (a store that cannot be read
     /// does not hold anyone back).
     pub fn gate_open(&self) -> bool {
-        match self.store.read(&self.name) {
-            Ok((state, now)) => scope::gate_open(&state, now),
-            Err(e) => {
-                self.failed(&e);
-                true
-            }
-        }
+        self.read()
+            .is_none_or(|(state, now)| scope::gate_open(&state, now))
     }
 
     /// Publishes what an attempt taught (before the process sleeps on it).
@@ -187,13 +198,11 @@ impl Shared {
     /// Takes a concurrency slot for at most `lease` if `--max-concurrent` is
     /// set and one is free; `Some(None)` means "all taken, wait".
     pub fn try_slot(&self, lease: Duration) -> Option<Option<Slot>> {
-        let limit = self.max_concurrent?;
+        let limit = self.max_concurrent.filter(|_| self.usable())?;
         match self.store.try_slot(&self.name, limit, lease) {
             Ok(slot) => Some(slot),
             Err(e) => {
-                self.notes.borrow_mut().push(format!(
-                    "concurrency slots unavailable, going on without them: {e}"
-                ));
+                self.failed(&e);
                 None
             }
         }
@@ -215,13 +224,8 @@ impl Shared {
 
     /// How many times in a row this request (by fingerprint) failed recently.
     pub fn repeats(&self, fingerprint: &str) -> u32 {
-        match self.store.read(&self.name) {
-            Ok((state, now)) => scope::repeats(&state, fingerprint, now),
-            Err(e) => {
-                self.failed(&e);
-                0
-            }
-        }
+        self.read()
+            .map_or(0, |(state, now)| scope::repeats(&state, fingerprint, now))
     }
 
     /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE against the
@@ -233,8 +237,10 @@ impl Shared {
     /// The idempotency key of `task`: kept from an earlier run, else `fresh`,
     /// stored before anything is sent. `None` when the state cannot keep it.
     pub fn task_key(&self, task: &str, fresh: &str, ttl: Duration) -> Option<String> {
+        // Kept by hash: a task id may say more than it should.
+        let task = crate::store::scope_hash(task);
         let mut key = None;
-        self.update(&mut |state, now| key = Some(scope::task_key(state, task, fresh, now, ttl)));
+        self.update(&mut |state, now| key = Some(scope::task_key(state, &task, fresh, now, ttl)));
         key
     }
 

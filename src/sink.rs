@@ -57,6 +57,11 @@ impl Sink {
     /// Prepares `-o PATH` before anything is sent, so that an unwritable
     /// destination costs no request.
     pub fn file(target: &Path) -> io::Result<Sink> {
+        // Through a symlink, replace the file it points to, not the link.
+        let resolved = fs::canonicalize(target)
+            .ok()
+            .filter(|_| fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()));
+        let target = resolved.as_deref().unwrap_or(target);
         match fs::metadata(target) {
             Ok(meta) if !meta.is_file() => {
                 let file = OpenOptions::new().write(true).open(target)?;
@@ -246,6 +251,26 @@ mod tests {
         assert!(matches!(&sink, Sink::Capture { body, truncated: true, .. } if body == b"abcd"));
         assert_eq!(sink.deliver(&mut &b"xy"[..]).unwrap(), 2);
         assert!(matches!(&sink, Sink::Capture { body, truncated: false, .. } if body == b"xy"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_written_through() {
+        let dir = temp_dir("symlink");
+        let real = dir.join("real.json");
+        let link = dir.join("link.json");
+        fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let mut sink = Sink::file(&link).unwrap();
+        sink.deliver(&mut &b"new"[..]).unwrap();
+        sink.commit().unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
     }
 
     #[test]

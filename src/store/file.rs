@@ -12,18 +12,17 @@ use super::{Slot, Store, scope_hash};
 use crate::scope::{Millis, ScopeState};
 use crate::shared::epoch_millis;
 
-/// Longest wait for another process's read-modify-write (they take
-/// microseconds; only a stopped process holds the lock this long).
-const LOCK_PATIENCE: Duration = Duration::from_secs(2);
-
 pub struct FileStore {
     dir: PathBuf,
+    /// Longest wait for another process's read-modify-write (they take
+    /// microseconds; only a stopped process holds the lock this long).
+    patience: Duration,
     notes: RefCell<Vec<String>>,
 }
 
 impl FileStore {
     /// Opens (creating, private) the state directory.
-    pub fn open(dir: &Path) -> io::Result<FileStore> {
+    pub fn open(dir: &Path, patience: Duration) -> io::Result<FileStore> {
         let mut builder = fs::DirBuilder::new();
         builder.recursive(true);
         #[cfg(unix)]
@@ -31,6 +30,7 @@ impl FileStore {
         builder.create(dir)?;
         Ok(FileStore {
             dir: dir.to_path_buf(),
+            patience,
             notes: RefCell::default(),
         })
     }
@@ -86,20 +86,20 @@ fn private_file(path: &Path) -> io::Result<File> {
 
 /// Takes the lock, polling so that a stuck holder costs a bounded wait
 /// rather than a hang.
-fn lock_patiently(file: &File) -> io::Result<()> {
+fn lock_patiently(file: &File, patience: Duration) -> io::Result<()> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(50);
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(()),
-            Err(fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_PATIENCE => {
+            Err(fs::TryLockError::WouldBlock) if start.elapsed() < patience => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(5));
             }
             Err(fs::TryLockError::WouldBlock) => {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    "another process has held the scope lock for over 2 s",
+                    format!("another process held the scope lock for over {patience:?}"),
                 ));
             }
             Err(fs::TryLockError::Error(e)) => return Err(e),
@@ -120,7 +120,7 @@ impl Store for FileStore {
     ) -> io::Result<()> {
         let base = self.base(scope);
         let lock = private_file(&Self::with_suffix(&base, ".lock"))?;
-        lock_patiently(&lock)?;
+        lock_patiently(&lock, self.patience)?;
         let path = Self::with_suffix(&base, ".json");
         let mut state = self.read_file(&path);
         let before = state.clone();
@@ -172,7 +172,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("abide-store-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         (
-            FileStore::open(&dir.join("state")).unwrap(),
+            FileStore::open(&dir.join("state"), Duration::from_secs(1)).unwrap(),
             dir.join("state"),
         )
     }

@@ -300,3 +300,49 @@ fn the_audit_log_tells_the_run_in_order_and_redacted() {
     // The second run found the lab past its 429: request, response, outcome.
     assert_eq!(lines.len(), 9, "two runs appended");
 }
+
+#[test]
+fn a_task_without_state_is_refused_unsent() {
+    let lab = scripted(vec![Step::new(200)]);
+    let dir = temp_dir("task-no-state");
+    // A state directory that cannot be created: a file stands in the way.
+    let blocker = dir.join("file");
+    std::fs::write(&blocker, "").unwrap();
+    let state = blocker.join("state");
+    let mut cmd = abide(&[
+        "--task",
+        "t1",
+        "--idempotency-key",
+        "auto",
+        "-d",
+        "pay=1",
+        &lab.url(),
+    ]);
+    cmd.arg("--state-dir").arg(&state);
+    let run = finish(cmd, b"");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        lab.records().len(),
+        0,
+        "a key that would not survive a rerun is not used"
+    );
+    assert!(run.outcome()["reason"].as_str().unwrap().contains("--task"));
+}
+
+#[test]
+fn a_closed_stdout_does_not_crash_agent_mode() {
+    let lab = scripted(vec![Step::new(200).body("{}")]);
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = abide(&["--agent", "--no-state", &lab.url()])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -463,3 +463,22 @@ fn outcome_lines_can_go_to_a_shared_log_or_stdout() {
     assert_eq!(v["exit_code"], 0);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "hi");
 }
+
+#[test]
+fn a_write_whose_answer_broke_off_on_stdout_is_not_called_final() {
+    // The 2xx says the POST was applied; its body broke off after some of it
+    // reached stdout, so it cannot be retried cleanly either.
+    let lab = scripted(vec![
+        Step::new(201).body("x".repeat(5000)).truncate(),
+        Step::new(201),
+    ]);
+    let run = run(&["-X", "POST", "-d", "x", &lab.url()]);
+    assert_eq!(run.code, 7, "{}", run.stderr);
+    assert_eq!(lab.records().len(), 1);
+    assert!(
+        run.outcome()["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("check the resource")
+    );
+}
