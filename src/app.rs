@@ -358,7 +358,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             json!({
                 "before_attempt": retry + 1,
                 "wait_ms": scope::millis(wait.duration),
-                "reason": wait.reason(),
+                "reason": crate::narrate::wait_reason(wait, &plan.policy),
             }),
         ),
         Event::Breaker(news) => audit.event("breaker", json!({ "news": format!("{news:?}") })),

@@ -165,37 +165,6 @@ pub struct Wait {
     pub cause: WaitCause,
 }
 
-impl Wait {
-    /// Why this wait lasts what it lasts, in words for `-v` and the audit log.
-    pub fn reason(&self) -> String {
-        match self.cause {
-            WaitCause::Server { server, honoured } => {
-                let floor = if honoured > server.delay {
-                    ", raised to the floor"
-                } else {
-                    ""
-                };
-                format!(
-                    "{} asked {:.3}s{floor}, jitter +{:.3}s",
-                    server.source.header(),
-                    server.delay.as_secs_f64(),
-                    (self.duration - honoured).as_secs_f64()
-                )
-            }
-            WaitCause::Backoff { n } => format!("no server delay: backoff step {n}"),
-            WaitCause::Scope {
-                cause: scope::Wait::Rate,
-            } => "the scope's --rate slot".into(),
-            WaitCause::Scope {
-                cause: scope::Wait::Gate(scope::GateCause::RetryAfter),
-            } => "the scope's gate, closed by a Retry-After, plus jitter".into(),
-            WaitCause::Scope {
-                cause: scope::Wait::Gate(scope::GateCause::QuotaExhausted),
-            } => "the scope's gate, until its rate-limit quota resets, plus jitter".into(),
-        }
-    }
-}
-
 /// Why the run ends, in the outcome's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stop {

@@ -37,6 +37,48 @@ pub enum Ended {
     },
 }
 
+/// Why a wait lasts what it lasts: for `-v`, the countdown's neighbours and
+/// the audit log alike.
+pub fn wait_reason(wait: &Wait, policy: &Policy) -> String {
+    match wait.cause {
+        WaitCause::Server { server, honoured } => {
+            let floor = if honoured > server.delay {
+                format!(", raised to the {} floor", plain(policy.floor))
+            } else {
+                String::new()
+            };
+            let jitter = wait.duration.saturating_sub(honoured);
+            // Below a millisecond it would read "+ 0ms jitter".
+            let jitter = if jitter < Duration::from_millis(1) {
+                String::new()
+            } else {
+                format!(", + {} jitter", span(jitter))
+            };
+            format!(
+                "the server asked {} ({}){floor}{jitter}",
+                plain(server.delay),
+                server.source.header()
+            )
+        }
+        WaitCause::Backoff { n } => {
+            let ceiling = delay::backoff(n, policy.backoff, policy.backoff_max, 1.0);
+            format!(
+                "no server delay, backoff step {n} (random, up to {})",
+                plain(ceiling)
+            )
+        }
+        WaitCause::Scope {
+            cause: scope::Wait::Rate,
+        } => "the scope's --rate slot".into(),
+        WaitCause::Scope {
+            cause: scope::Wait::Gate(GateCause::RetryAfter),
+        } => "the scope's gate, closed by a Retry-After, plus jitter".into(),
+        WaitCause::Scope {
+            cause: scope::Wait::Gate(GateCause::QuotaExhausted),
+        } => "the scope's gate, until its rate-limit quota resets, plus jitter".into(),
+    }
+}
+
 impl Narrator {
     /// `-v`: one line when an attempt starts, so that a slow or hanging one
     /// shows what it is waiting for.
@@ -84,36 +126,7 @@ impl Narrator {
 
     /// `-v`: one line when a wait starts: how long, why, and what is left.
     pub fn wait(&self, wait: &Wait, retry: u32, budget_left: Duration) -> String {
-        let why = match wait.cause {
-            WaitCause::Server { server, honoured } => {
-                let floor = if honoured > server.delay {
-                    format!(", raised to the {} floor", plain(self.policy.floor))
-                } else {
-                    String::new()
-                };
-                let jitter = wait.duration.saturating_sub(honoured);
-                // Below a millisecond it would read "+ 0ms jitter".
-                let jitter = if jitter < Duration::from_millis(1) {
-                    String::new()
-                } else {
-                    format!(", + {} jitter", span(jitter))
-                };
-                format!(
-                    "the server asked {} ({}){floor}{jitter}",
-                    plain(server.delay),
-                    server.source.header()
-                )
-            }
-            WaitCause::Backoff { n } => {
-                let p = &self.policy;
-                let ceiling = delay::backoff(n, p.backoff, p.backoff_max, 1.0);
-                format!(
-                    "no server delay, backoff step {n} (random, up to {})",
-                    plain(ceiling)
-                )
-            }
-            WaitCause::Scope { .. } => wait.reason(),
-        };
+        let why = wait_reason(wait, &self.policy);
         format!(
             "waiting {} before attempt {}/{}: {why}; {} of the budget left",
             span(wait.duration),

@@ -147,11 +147,7 @@ impl Store for FileStore {
             let n = (first + i) % limit;
             let file = private_file(&Self::with_suffix(&base, &format!(".slot{n}")))?;
             match file.try_lock() {
-                Ok(()) => {
-                    return Ok(Some(Slot {
-                        _held: Box::new(file),
-                    }));
-                }
+                Ok(()) => return Ok(Some(Slot::new(file))),
                 Err(fs::TryLockError::WouldBlock) => continue,
                 Err(fs::TryLockError::Error(e)) => return Err(e),
             }
