@@ -482,3 +482,43 @@ fn a_write_whose_answer_broke_off_on_stdout_is_not_called_final() {
             .contains("check the resource")
     );
 }
+
+#[test]
+fn proxies_user_agents_and_ca_files() {
+    let lab = scripted(vec![Step::new(200).body("direct")]);
+    let run = run(&["-A", "tester/1.0", &lab.url()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lab.records()[0].header("user-agent"), Some("tester/1.0"));
+
+    // A proxy that refuses: the request goes to it (and fails before sending,
+    // so it is retried), never to the lab directly. -x and the usual
+    // environment variable alike.
+    let refusing = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let proxy = format!("http://127.0.0.1:{refusing}");
+    let run = super::util::run(&[
+        "-x",
+        &proxy,
+        "--attempts",
+        "2",
+        "--backoff",
+        "10ms",
+        &lab.url(),
+    ]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let mut cmd = abide(&["--attempts", "1", &lab.url()]);
+    cmd.env("http_proxy", &proxy).env("HTTP_PROXY", &proxy);
+    assert_eq!(finish(cmd, b"").code, 4);
+    assert_eq!(lab.records().len(), 1, "nothing went around the proxy");
+
+    // A CA file that is not PEM is a usage error, before anything is sent.
+    let dir = temp_dir("cacert");
+    let bad = dir.join("ca.pem");
+    std::fs::write(&bad, "not a certificate").unwrap();
+    let run = super::util::run(&["--cacert", bad.to_str().unwrap(), &lab.url()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(lab.records().len(), 1);
+}
