@@ -110,34 +110,22 @@ fn fetch(cli: &Cli) -> ExitCode {
         Err(e) => return usage(&format!("cannot open --log: {e}"), agent),
     };
     let (shared, mut state_failure) = open_shared(&plan);
-    if let (Some(e), true) = (&state_failure, plan.state_required) {
-        let why = Why::Internal(format!(
+    let refusal = match (&state_failure, &shared) {
+        (Some(e), _) if plan.state_required => Some(format!(
             "the shared state is unavailable ({e}) and --state-required is set"
-        ));
-        return finish(
-            &plan,
-            Record::unsent(Kind::InternalError, why),
-            None,
-            &mut audit,
-            agent,
-        );
-    }
-    if let (Some(_), None) = (&plan.task, &shared) {
-        // Without the state the key would be new on every rerun: the very
-        // double write --task is there to prevent.
-        let why = Why::Internal(format!(
+        )),
+        // Without the state a task's key would be new on every rerun: the
+        // very double write --task is there to prevent.
+        (e, None) if plan.task.is_some() => Some(format!(
             "--task keeps its idempotency key in the scope state, which is unavailable ({})",
-            state_failure
-                .as_deref()
+            e.as_deref()
                 .unwrap_or("no state directory: set --state-dir or HOME")
-        ));
-        return finish(
-            &plan,
-            Record::unsent(Kind::InternalError, why),
-            None,
-            &mut audit,
-            agent,
-        );
+        )),
+        _ => None,
+    };
+    if let Some(why) = refusal {
+        let record = Record::unsent(Kind::InternalError, Why::Internal(why));
+        return finish(&plan, record, None, &mut audit, agent);
     }
     if let (Some(task), Some(shared)) = (&plan.task, &shared) {
         // Kept before anything is sent, so that a crash and a rerun reuse it.
