@@ -111,25 +111,32 @@ pub struct EarlyRetries {
     /// Tolerance for the client's clock and the network: a retry up to this
     /// much before the moment is on time.
     skew: Duration,
-    not_before: HashMap<String, Instant>,
+    /// Per client: when it was told to wait, and until when.
+    told: HashMap<String, (Instant, Instant)>,
 }
 
 impl EarlyRetries {
     pub fn new(skew: Duration) -> EarlyRetries {
         EarlyRetries {
             skew,
-            not_before: HashMap::new(),
+            told: HashMap::new(),
         }
     }
 
     /// How early `client`'s request arriving at `now` is, relative to the
-    /// moment it was told; `None` if it is not early, which also forgets the moment.
-    pub fn check(&mut self, client: &str, now: Instant) -> Option<Duration> {
-        let not_before = *self.not_before.get(client)?;
+    /// moment it was told; `None` if it is not early, which also forgets the
+    /// moment. A request on a connection opened (`connected`) before the
+    /// client was told is not a retry: it was in flight already, as parallel
+    /// requests of one client are.
+    pub fn check(&mut self, client: &str, now: Instant, connected: Instant) -> Option<Duration> {
+        let (told_at, not_before) = *self.told.get(client)?;
+        if connected < told_at {
+            return None;
+        }
         match not_before.checked_sub(self.skew) {
             Some(threshold) if now < threshold => Some(not_before - now),
             _ => {
-                self.not_before.remove(client);
+                self.told.remove(client);
                 None
             }
         }
@@ -138,7 +145,7 @@ impl EarlyRetries {
     /// Notes that `client` was sent a Retry-After worth `wait` at `sent_at`.
     pub fn told_to_wait(&mut self, client: &str, sent_at: Instant, wait: Duration) {
         let not_before = sent_at + wait.min(LONGEST_WAIT);
-        self.not_before.insert(client.to_owned(), not_before);
+        self.told.insert(client.to_owned(), (sent_at, not_before));
     }
 }
 
@@ -212,21 +219,40 @@ mod tests {
     fn early_retries_are_caught_within_the_skew() {
         let t0 = Instant::now();
         let mut early = EarlyRetries::new(ms(150));
-        assert_eq!(early.check("a", t0), None, "never told to wait");
+        assert_eq!(early.check("a", t0, t0), None, "never told to wait");
 
         early.told_to_wait("a", t0, Duration::from_secs(2));
-        assert_eq!(early.check("b", t0 + ms(10)), None, "another client");
-        assert_eq!(early.check("a", t0 + ms(1000)), Some(ms(1000)));
+        assert_eq!(
+            early.check("b", t0 + ms(10), t0 + ms(10)),
+            None,
+            "another client"
+        );
+        assert_eq!(
+            early.check("a", t0 + ms(1000), t0 + ms(1000)),
+            Some(ms(1000))
+        );
         // Still early: an early retry does not clear the moment.
-        assert_eq!(early.check("a", t0 + ms(1849)), Some(ms(151)));
+        assert_eq!(
+            early.check("a", t0 + ms(1849), t0 + ms(1849)),
+            Some(ms(151))
+        );
         // Within the skew is on time, and clears the moment for good.
-        assert_eq!(early.check("a", t0 + ms(1850)), None);
-        assert_eq!(early.check("a", t0 + ms(1851)), None);
+        assert_eq!(early.check("a", t0 + ms(1850), t0 + ms(1850)), None);
+        assert_eq!(early.check("a", t0 + ms(1851), t0 + ms(1851)), None);
+
+        // A request whose connection was open before the client was told
+        // was in flight already: a parallel request, not a retry.
+        early.told_to_wait("c", t0 + ms(100), Duration::from_secs(2));
+        assert_eq!(early.check("c", t0 + ms(101), t0 + ms(99)), None);
+        assert_eq!(early.check("c", t0 + ms(102), t0 + ms(101)), Some(ms(1998)));
 
         // A newer Retry-After replaces the older one.
         early.told_to_wait("a", t0, Duration::from_secs(1));
         early.told_to_wait("a", t0 + ms(500), Duration::from_secs(1));
-        assert_eq!(early.check("a", t0 + ms(1200)), Some(ms(300)));
+        assert_eq!(
+            early.check("a", t0 + ms(1200), t0 + ms(1200)),
+            Some(ms(300))
+        );
     }
 
     #[test]
@@ -234,6 +260,6 @@ mod tests {
         let t0 = Instant::now();
         let mut early = EarlyRetries::new(ms(150));
         early.told_to_wait("a", t0, Duration::MAX);
-        assert!(early.check("a", t0 + ms(1)).is_some());
+        assert!(early.check("a", t0 + ms(1), t0 + ms(1)).is_some());
     }
 }

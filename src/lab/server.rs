@@ -188,6 +188,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             thread::sleep(POLL);
             continue;
         };
+        let connected = Instant::now();
         let Ok(handle) = stream.try_clone() else {
             continue;
         };
@@ -201,7 +202,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                     shared: &shared,
                     id,
                 };
-                serve(&shared, &stream);
+                serve(&shared, &stream, connected);
             }
         });
         match worker {
@@ -347,10 +348,10 @@ impl Shared {
     }
 
     /// Judges a fully read request (noting an early retry in its record) and picks the answer.
-    fn decide(&self, record: &mut Record, arrival: Instant) -> Reply {
+    fn decide(&self, record: &mut Record, arrival: Instant, connected: Instant) -> Reply {
         let mut state = lock(&self.state);
         let State { answers, early, .. } = &mut *state;
-        let early_by = early.check(&record.client, arrival);
+        let early_by = early.check(&record.client, arrival, connected);
         record.early_by_ms = early_by.map(|by| u64::try_from(by.as_millis()).unwrap_or(u64::MAX));
         match answers {
             Answers::Limited(limiter) => {
@@ -403,7 +404,9 @@ impl Shared {
 }
 
 /// One connection: one request, one answer.
-fn serve(shared: &Shared, mut stream: &TcpStream) {
+/// `connected` is when the connection was accepted: a request on a
+/// connection opened before a Retry-After was sent cannot be a retry of it.
+fn serve(shared: &Shared, mut stream: &TcpStream, connected: Instant) {
     // Failing to set these loses only the protection, not the request.
     let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
@@ -438,7 +441,7 @@ fn serve(shared: &Shared, mut stream: &TcpStream) {
     let mut reply = match http::read_body(&mut reader, &record.headers) {
         Ok(body) => {
             record.body = body;
-            shared.decide(&mut record, arrival)
+            shared.decide(&mut record, arrival, connected)
         }
         Err(error) => Reply::refusal(&error),
     };
