@@ -426,17 +426,13 @@ impl Loop<'_> {
                 }
             }
         } else {
+            let limit = self.keep_body.max(ERROR_BODY_KEPT);
             let mut kept = Vec::new();
-            let _ = (&mut reply.body)
-                .take(self.keep_body.max(ERROR_BODY_KEPT) + 1)
-                .read_to_end(&mut kept);
-            let limit = self.keep_body.max(ERROR_BODY_KEPT) as usize;
-            run.failed_body_truncated = kept.len() > limit;
-            kept.truncate(limit);
+            let _ = (&mut reply.body).take(limit + 1).read_to_end(&mut kept);
             let start = &kept[..kept.len().min(ERROR_BODY_KEPT as usize)];
             let text = String::from_utf8_lossy(start).trim().to_string();
             run.last_error = (!text.is_empty()).then(|| self.redactor.text(&text));
-            run.failed_body = kept;
+            run.keep_failed_body(kept, limit);
         }
         if matches!(judged, Judged::Verdict(Verdict::Success)) {
             run.last_error = None;
@@ -477,9 +473,7 @@ impl Loop<'_> {
             Err(detail) => {
                 *judged = Judged::Verdict(Verdict::Invalid);
                 run.last_error = Some(detail);
-                run.failed_body_truncated = body.len() as u64 > self.keep_body;
-                body.truncate(self.keep_body as usize);
-                run.failed_body = body;
+                run.keep_failed_body(body, self.keep_body);
                 Ok(0)
             }
         }
@@ -541,6 +535,14 @@ fn scope_note(waited: Duration, cause: scope::Wait) -> String {
 }
 
 impl Run {
+    /// Keeps the start of an answer's body that was not delivered (for the
+    /// agent object), noting whether there was more.
+    fn keep_failed_body(&mut self, mut body: Vec<u8>, limit: u64) {
+        self.failed_body_truncated = body.len() as u64 > limit;
+        body.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        self.failed_body = body;
+    }
+
     fn attempt(
         &self,
         status: Option<u16>,
