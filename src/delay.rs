@@ -48,38 +48,88 @@ pub struct DelayHeaders {
 }
 
 /// Reads the server's delay from response headers (names compared
-/// case-insensitively). `retry-after-ms` wins when valid; otherwise the
-/// longest valid `Retry-After` (a duplicated header never makes us early).
+/// case-insensitively). Every valid value counts and the longest wins, so
+/// that no header, duplicate or list member (`Retry-After: 3, 5`, as a proxy
+/// joins two headers) ever makes the retry early. An HTTP-date is measured
+/// against the answer's own `Date` (the server's clock) when it has one, so
+/// that a server whose clock differs from this machine's is still honoured;
+/// `now` (this machine's clock) stands in for a missing or invalid `Date`.
 pub fn server_delay<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a str)>,
     now: SystemTime,
 ) -> DelayHeaders {
+    let headers: Vec<(&str, &str)> = headers.into_iter().collect();
+    let server_now = headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("date"))
+        .find_map(|(_, value)| httpdate::parse_http_date(value.trim()).ok())
+        .unwrap_or(now);
     let mut result = DelayHeaders::default();
-    let mut from_ms: Option<Duration> = None;
-    let mut from_ra: Option<ServerDelay> = None;
     for (name, value) in headers {
-        if name.eq_ignore_ascii_case("retry-after-ms") {
-            match parse_seconds(value, 0.001) {
-                Some(d) => from_ms = Some(from_ms.map_or(d, |m| m.max(d))),
-                None => result
-                    .ignored
-                    .push(format!("retry-after-ms: {}", clip(value))),
-            }
+        let (header, members) = if name.eq_ignore_ascii_case("retry-after-ms") {
+            ("retry-after-ms", milliseconds_members(value))
         } else if name.eq_ignore_ascii_case("retry-after") {
-            match parse_retry_after(value, now) {
-                Some(d) if from_ra.is_none_or(|r| d.delay > r.delay) => from_ra = Some(d),
-                Some(_) => {}
-                None => result.ignored.push(format!("Retry-After: {}", clip(value))),
+            ("Retry-After", retry_after_members(value, server_now))
+        } else {
+            continue;
+        };
+        for member in members {
+            match member {
+                Ok(d) if result.delay.is_none_or(|r| d.delay > r.delay) => result.delay = Some(d),
+                Ok(_) => {}
+                Err(bad) => result.ignored.push(format!("{header}: {}", clip(bad))),
             }
         }
     }
-    result.delay = from_ms
-        .map(|delay| ServerDelay {
-            delay,
-            source: DelaySource::RetryAfterMs,
-        })
-        .or(from_ra);
     result
+}
+
+/// The members of a `retry-after-ms` value: decimal milliseconds.
+fn milliseconds_members(value: &str) -> Vec<Result<ServerDelay, &str>> {
+    value
+        .split(',')
+        .map(|member| {
+            parse_seconds(member, 0.001)
+                .map(|delay| ServerDelay {
+                    delay,
+                    source: DelaySource::RetryAfterMs,
+                })
+                .ok_or(member.trim())
+        })
+        .collect()
+}
+
+/// The members of a `Retry-After` value. A single value is the usual case;
+/// a list comes from a proxy joining headers, and since an HTTP-date holds a
+/// comma itself (`Mon, 30 Nov …`), a member that is not a number is tried
+/// together with the next piece before it is called invalid.
+fn retry_after_members(value: &str, now: SystemTime) -> Vec<Result<ServerDelay, &str>> {
+    if let Some(whole) = parse_retry_after(value, now) {
+        return vec![Ok(whole)];
+    }
+    let pieces: Vec<&str> = value.split(',').collect();
+    let mut members = Vec::new();
+    let mut i = 0;
+    while i < pieces.len() {
+        let piece = pieces[i];
+        if let Some(d) = parse_retry_after(piece, now) {
+            members.push(Ok(d));
+            i += 1;
+            continue;
+        }
+        let joined = pieces.get(i + 1).map(|next| format!("{piece},{next}"));
+        match joined.and_then(|j| parse_retry_after(&j, now)) {
+            Some(d) => {
+                members.push(Ok(d));
+                i += 2;
+            }
+            None => {
+                members.push(Err(piece.trim()));
+                i += 1;
+            }
+        }
+    }
+    members
 }
 
 /// One `Retry-After` value: delta-seconds or an HTTP-date. Negative numbers
@@ -197,10 +247,64 @@ mod tests {
                 &[("Retry-After", "Mon Nov 30 10:00:10 2026")],
                 Some((10_000, RetryAfterDate)),
             ),
-            // retry-after-ms wins over Retry-After, whatever the order.
+            // The longest of retry-after-ms and Retry-After, whatever the order.
             (
                 &[("Retry-After", "3"), ("retry-after-ms", "1500")],
+                Some((3000, RetryAfterSeconds)),
+            ),
+            (
+                &[("retry-after-ms", "100"), ("Retry-After", "3")],
+                Some((3000, RetryAfterSeconds)),
+            ),
+            (
+                &[("Retry-After", "1"), ("retry-after-ms", "1500")],
                 Some((1500, RetryAfterMs)),
+            ),
+            // A list, as a proxy joins two headers: the longest member.
+            (&[("Retry-After", "3, 5")], Some((5000, RetryAfterSeconds))),
+            (&[("Retry-After", "5,3")], Some((5000, RetryAfterSeconds))),
+            (&[("Retry-After", "x, 4")], Some((4000, RetryAfterSeconds))),
+            (&[("retry-after-ms", "200, 900")], Some((900, RetryAfterMs))),
+            (
+                &[(
+                    "Retry-After",
+                    "Mon, 30 Nov 2026 10:00:30 GMT, Mon, 30 Nov 2026 10:00:10 GMT",
+                )],
+                Some((30_000, RetryAfterDate)),
+            ),
+            (
+                &[("Retry-After", "2, Mon, 30 Nov 2026 10:00:07 GMT")],
+                Some((7000, RetryAfterDate)),
+            ),
+            // An HTTP-date counts from the answer's own Date: this server's
+            // clock is 30 s behind ours, and it asks for its now + 3 s.
+            (
+                &[
+                    ("Date", "Mon, 30 Nov 2026 09:59:30 GMT"),
+                    ("Retry-After", "Mon, 30 Nov 2026 09:59:33 GMT"),
+                ],
+                Some((3000, RetryAfterDate)),
+            ),
+            // … and this one's is 30 s ahead, in either order of headers.
+            (
+                &[
+                    ("Retry-After", "Mon, 30 Nov 2026 10:00:33 GMT"),
+                    ("date", "Mon, 30 Nov 2026 10:00:30 GMT"),
+                ],
+                Some((3000, RetryAfterDate)),
+            ),
+            // A Date that is not a date leaves this machine's clock.
+            (
+                &[
+                    ("Date", "yesterday"),
+                    ("Retry-After", "Mon, 30 Nov 2026 10:00:05 GMT"),
+                ],
+                Some((5000, RetryAfterDate)),
+            ),
+            // Date does not touch delta-seconds.
+            (
+                &[("Date", "Mon, 30 Nov 2026 09:00:00 GMT"), ("Retry-After", "4")],
+                Some((4000, RetryAfterSeconds)),
             ),
             (&[("retry-after-ms", "250.5")], Some((250, RetryAfterMs))),
             // An invalid retry-after-ms falls back to Retry-After.
@@ -249,6 +353,10 @@ mod tests {
         let h = server_delay([("Retry-After", "soon"), ("retry-after-ms", "-")], now());
         assert_eq!(h.delay, None);
         assert_eq!(h.ignored, vec!["Retry-After: soon", "retry-after-ms: -"]);
+        // A bad member of a list is reported; the good ones still count.
+        let h = server_delay([("Retry-After", "soon, 4")], now());
+        assert_eq!(h.delay.map(|d| d.delay), Some(Duration::from_secs(4)));
+        assert_eq!(h.ignored, vec!["Retry-After: soon"]);
     }
 
     #[test]

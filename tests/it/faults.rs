@@ -400,3 +400,60 @@ fn a_retry_after_that_is_not_text() {
     let reason = run.outcome()["reason"].as_str().unwrap().to_string();
     assert!(reason.contains("Ignored invalid Retry-After"), "{reason}");
 }
+
+#[test]
+fn a_retry_after_list_or_pair_waits_for_the_longest() {
+    use Then::*;
+    // A proxy that joins two Retry-After headers makes a list.
+    check_retry_after(&[(&["0.1, 0.4"], Waited(MS(400)))]);
+    // retry-after-ms beside a longer Retry-After never makes the retry early.
+    let lab = scripted(vec![
+        Step::new(429)
+            .header("retry-after-ms", "100")
+            .header("Retry-After", "0.4"),
+        Step::new(200),
+    ]);
+    let url = lab.url();
+    ends(
+        &["--floor", "50ms", "--jitter", "0", &url],
+        0,
+        "SUCCEEDED",
+        MS(2000),
+    );
+    let gap = gaps(&lab.records())[0];
+    assert!(gap >= MS(400), "retried after {gap:?}");
+}
+
+#[test]
+fn a_retry_after_date_counts_from_the_servers_own_clock() {
+    // Two servers whose clocks are 30 s off this machine's, each asking for
+    // "my now + 1 s": the retry comes 1 s later either way, never at once
+    // (the clock behind) and never after 31 s (the clock ahead).
+    for skew in [-30i64, 30] {
+        let server_now = if skew < 0 {
+            std::time::SystemTime::now() - Duration::from_secs(skew.unsigned_abs())
+        } else {
+            std::time::SystemTime::now() + Duration::from_secs(skew.unsigned_abs())
+        };
+        let date = httpdate::fmt_http_date(server_now);
+        let until = httpdate::fmt_http_date(httpdate::parse_http_date(&date).unwrap() + MS(1000));
+        let lab = scripted(vec![
+            Step::new(503)
+                .header("Date", &date)
+                .header("Retry-After", &until),
+            Step::new(200),
+        ]);
+        let url = lab.url();
+        ends(
+            &["--floor", "50ms", "--jitter", "0", "--budget", "5s", &url],
+            0,
+            "SUCCEEDED",
+            MS(3000),
+        );
+        let gap = gaps(&lab.records())[0];
+        assert!(
+            gap >= MS(1000) && gap < MS(1500),
+            "clock {skew:+} s: retried after {gap:?}"
+        );
+    }
+}

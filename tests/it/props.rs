@@ -276,7 +276,8 @@ proptest! {
         values in proptest::collection::vec(
             prop_oneof![
                 (0u32..100_000).prop_map(|s| s.to_string()),
-                "[ -~]{0,12}",
+                // Printable, without the comma that makes a value a list.
+                "[ -+\\--~]{0,12}",
             ],
             1..6,
         ),
@@ -291,6 +292,17 @@ proptest! {
             .collect();
         prop_assert_eq!(found.delay.map(|d| d.delay), valid.iter().max().copied());
         prop_assert_eq!(found.ignored.len(), values.len() - valid.len());
+    }
+
+    #[test]
+    fn a_joined_list_waits_for_its_longest_member(
+        seconds in proptest::collection::vec(0u32..100_000, 1..6),
+        now in clock(),
+    ) {
+        let joined = seconds.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        let found = delay::server_delay([("Retry-After", joined.as_str())], now);
+        let longest = Duration::from_secs(u64::from(*seconds.iter().max().unwrap()));
+        prop_assert_eq!(found.delay.map(|d| d.delay), Some(longest));
     }
 
     #[test]
