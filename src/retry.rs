@@ -382,7 +382,11 @@ impl Loop<'_> {
         let delays = delay::server_delay(headers(), now);
         let quota = ratelimit::exhausted_for(headers(), now);
         run.ignored_delays.extend(delays.ignored);
-        let server = delays.delay;
+        // A success's Retry-After is no request to wait (RFC 9110 gives it
+        // meaning on 503 and 3xx): it neither closes the scope's gate for
+        // later runs nor names a next_allowed_at; RateLimit fields stay the
+        // pacing source of successes.
+        let server = delays.delay.filter(|_| !(200..300).contains(&reply.status));
         let mut observation = Observation::Status {
             status: reply.status,
             should_retry: should_retry(&reply),
