@@ -158,3 +158,75 @@ class Origin:
 
     def close(self):
         self._sock.close()
+
+
+class Nginx:
+    """Debian's nginx (`nginx-light`) on a free loopback port, with
+    `limit_req` at `rate` requests a second and no burst (nginx's default:
+    a request sooner than 1/rate after the last one it let through is
+    refused), answering 429 when it refuses. `/` serves a 3-byte file.
+    `counts()` reads nginx's own access log: the reference for "never too
+    fast" is the server's limiter, not the client's clock."""
+
+    def __init__(self, rate):
+        import shutil
+        import socket
+        import tempfile
+
+        if shutil.which("nginx") is None:
+            subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light"], check=True,
+                           stdout=subprocess.DEVNULL)
+        self.dir = tempfile.mkdtemp(prefix="abide-bench-nginx-")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.makedirs(os.path.join(self.dir, "www"))
+        with open(os.path.join(self.dir, "www", "index.html"), "w") as f:
+            f.write("ok\n")
+        self.log = os.path.join(self.dir, "access.log")
+        conf = os.path.join(self.dir, "nginx.conf")
+        d = self.dir
+        with open(conf, "w") as f:
+            f.write(f"""
+worker_processes 1;
+daemon off;
+error_log {d}/error.log;
+pid {d}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+  log_format t '$msec $status $connection $request_uri';
+  access_log {self.log} t;
+  limit_req_zone $binary_remote_addr zone=z:1m rate={rate}r/s;
+  limit_req_status 429;
+  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{ limit_req zone=z; root {d}/www; try_files /index.html =404; }}
+  }}
+}}
+""")
+        self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", d],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                    break
+            except OSError:
+                time.sleep(0.025)
+        # nginx's first limit_req entry for this client starts now; let it age.
+        time.sleep(1.1)
+
+    def lines(self):
+        """(time, status, connection, path) of every request logged so far."""
+        with open(self.log) as f:
+            rows = [line.split() for line in f if line.strip()]
+        return [(float(r[0]), int(r[1]), r[2], r[3]) for r in rows]
+
+    def close(self):
+        import shutil
+
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -303,7 +303,10 @@ mod tests {
             ),
             // Date does not touch delta-seconds.
             (
-                &[("Date", "Mon, 30 Nov 2026 09:00:00 GMT"), ("Retry-After", "4")],
+                &[
+                    ("Date", "Mon, 30 Nov 2026 09:00:00 GMT"),
+                    ("Retry-After", "4"),
+                ],
                 Some((4000, RetryAfterSeconds)),
             ),
             (&[("retry-after-ms", "250.5")], Some((250, RetryAfterMs))),

@@ -272,7 +272,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             .map(Backend::Files),
     };
     let scope_policy = ScopePolicy {
-        rate_interval: sc.rate.map(|r| r.interval),
+        rate_interval: sc.rate.map(|r| crate::scope::spacing(r.interval)),
         breaker_threshold: sc.breaker,
         breaker_cooldown: sc.breaker_cooldown,
         // A probe that has not reported by the end of its attempt is presumed lost.

@@ -141,7 +141,7 @@ impl Shared {
         let Some((state, now)) = self.read() else {
             return self.unavailable();
         };
-        let idle = scope::is_idle(&state, now, &self.policy, reserve_rate);
+        let idle = scope::is_idle(&state, now, &self.policy);
         *self.seen.borrow_mut() = state;
         if idle {
             return Admit::Go;

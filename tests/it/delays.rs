@@ -19,6 +19,9 @@ fn a_successs_retry_after_holds_no_later_run() {
     let second = finish(b.abide(&[&lab.url()]), b"");
     assert_eq!(second.code, 0, "{}", second.stderr);
     let gap = gaps(&lab.records())[0];
-    assert!(gap < Duration::from_secs(2), "the second run waited {gap:?}");
+    assert!(
+        gap < Duration::from_secs(2),
+        "the second run waited {gap:?}"
+    );
     assert_eq!(second.outcome()["waited_ms"], 0);
 }
