@@ -387,8 +387,7 @@ impl Shared {
         let mut state = lock(&self.state);
         let wait = http::header(&reply.headers, "retry-after")
             .filter(|_| reply.answers())
-            .and_then(|value| crate::delay::parse_retry_after(value, SystemTime::now()))
-            .map(|d| d.delay);
+            .and_then(|value| told_to_wait(value, http::header(&reply.headers, "date")));
         if let Some(wait) = wait {
             state
                 .early
@@ -401,6 +400,41 @@ impl Shared {
             on_record(record);
         }
     }
+}
+
+/// How long a Retry-After the lab sent told the client to wait, worked out
+/// by the lab itself rather than by the client's parser (a judge that shared
+/// the client's misreading would agree with it): decimal seconds, or an
+/// HTTP-date counted from the answer's own `Date`; for a list, the longest
+/// member. Anything else told the client nothing.
+fn told_to_wait(value: &str, date: Option<&str>) -> Option<Duration> {
+    let sent = date
+        .and_then(|d| httpdate::parse_http_date(d.trim()).ok())
+        .unwrap_or_else(SystemTime::now);
+    let seconds = |member: &str| {
+        let member = member.trim();
+        let digits = member.strip_prefix('-').unwrap_or(member);
+        if !digits.bytes().any(|b| b.is_ascii_digit())
+            || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        {
+            return None;
+        }
+        let secs = member.parse::<f64>().ok()?.max(0.0);
+        // Beyond what a Duration holds is "forever"; the limiter caps it.
+        Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+    };
+    let until = |member: &str| {
+        let at = httpdate::parse_http_date(member.trim()).ok()?;
+        Some(at.duration_since(sent).unwrap_or_default())
+    };
+    if let Some(wait) = seconds(value).or_else(|| until(value)) {
+        return Some(wait);
+    }
+    let pieces: Vec<&str> = value.split(',').collect();
+    let dates = pieces
+        .windows(2)
+        .filter_map(|w| until(&format!("{},{}", w[0], w[1])));
+    pieces.iter().filter_map(|p| seconds(p)).chain(dates).max()
 }
 
 /// One connection: one request, one answer.
@@ -520,4 +554,33 @@ fn close(stream: &TcpStream, answered: bool) {
         let _ = io::copy(&mut Read::take(stream, LINGER_BYTES), &mut io::sink());
     }
     let _ = stream.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::told_to_wait;
+    use std::time::Duration;
+
+    #[test]
+    fn the_lab_reads_its_own_retry_after() {
+        let date = Some("Mon, 30 Nov 2026 10:00:00 GMT");
+        let s = |n: f64| Some(Duration::from_secs_f64(n));
+        let rows: &[(&str, Option<Duration>)] = &[
+            ("3", s(3.0)),
+            (" 0.50 ", s(0.5)),
+            ("-4", s(0.0)),
+            ("Mon, 30 Nov 2026 10:00:07 GMT", s(7.0)),
+            ("Mon, 30 Nov 2026 09:00:00 GMT", s(0.0)),
+            ("2, 5", s(5.0)),
+            ("1, Mon, 30 Nov 2026 10:00:04 GMT", s(4.0)),
+            ("99999999999999999999999", Some(Duration::MAX)),
+            ("soon", None),
+            ("1e3", None),
+            ("inf", None),
+            ("", None),
+        ];
+        for (value, wait) in rows {
+            assert_eq!(told_to_wait(value, date), *wait, "{value:?}");
+        }
+    }
 }
