@@ -36,6 +36,7 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::Lab(args)) => crate::lab::run(args),
         Some(Command::Demo) => crate::demo::run(),
+        Some(Command::Mcp(args)) => crate::mcp::run(args),
         None => match cli.generate {
             Some(kind) => crate::docs::print(kind),
             None => Ok(fetch(&cli)),

@@ -68,6 +68,8 @@ pub enum Command {
     Lab(crate::lab::LabArgs),
     /// Show in ten seconds what abide does, against a lab started in-process.
     Demo,
+    /// Serve abide as a Model Context Protocol tool (http_request) on stdio.
+    Mcp(crate::mcp::McpArgs),
 }
 
 #[derive(Args, Debug, Default)]

@@ -11,6 +11,7 @@ pub mod demo;
 pub mod docs;
 pub mod http;
 pub mod lab;
+pub mod mcp;
 pub mod narrate;
 pub mod outcome;
 pub mod plan;
