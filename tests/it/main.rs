@@ -10,6 +10,7 @@ mod faults;
 mod fetch;
 mod fleet;
 mod lab;
+mod mcp;
 mod memory;
 mod props;
 mod scope;
