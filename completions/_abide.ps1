@@ -84,6 +84,7 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('lab', 'lab', [CompletionResultType]::ParameterValue, 'Run a local rate-limited HTTP server that catches clients which retry too early')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Show in ten seconds what abide does, against a lab started in-process')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve abide as a Model Context Protocol tool (http_request) on stdio')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -103,9 +104,17 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'abide;mcp' {
+            [CompletionResult]::new('--allow-host', '--allow-host', [CompletionResultType]::ParameterName, 'A host the model may reach (repeatable): a name or address as in the URL, or *.example.com for every subdomain. Without it, any host')
+            [CompletionResult]::new('--allow-writes', '--allow-writes', [CompletionResultType]::ParameterName, 'Let the model send writes (POST, PUT, PATCH, DELETE, …); without it only GET, HEAD and OPTIONS')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'abide;help' {
             [CompletionResult]::new('lab', 'lab', [CompletionResultType]::ParameterValue, 'Run a local rate-limited HTTP server that catches clients which retry too early')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Show in ten seconds what abide does, against a lab started in-process')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve abide as a Model Context Protocol tool (http_request) on stdio')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -113,6 +122,9 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             break
         }
         'abide;help;demo' {
+            break
+        }
+        'abide;help;mcp' {
             break
         }
         'abide;help;help' {

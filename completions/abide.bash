@@ -25,6 +25,9 @@ _abide() {
             abide,lab)
                 cmd="abide__subcmd__lab"
                 ;;
+            abide,mcp)
+                cmd="abide__subcmd__mcp"
+                ;;
             abide__subcmd__help,demo)
                 cmd="abide__subcmd__help__subcmd__demo"
                 ;;
@@ -34,6 +37,9 @@ _abide() {
             abide__subcmd__help,lab)
                 cmd="abide__subcmd__help__subcmd__lab"
                 ;;
+            abide__subcmd__help,mcp)
+                cmd="abide__subcmd__help__subcmd__mcp"
+                ;;
             *)
                 ;;
         esac
@@ -41,7 +47,7 @@ _abide() {
 
     case "${cmd}" in
         abide)
-            opts="-X -H -d -L -u -A -x -k -m -o -s -v -h -V --generate --request --header --data --data-binary --json --location --user --user-agent --proxy --insecure --cacert --connect-timeout --max-time --attempts --retry --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --output --outcome --silent --verbose --log --agent --max-body --require --no-progress --task --task-ttl --help --version lab demo help"
+            opts="-X -H -d -L -u -A -x -k -m -o -s -v -h -V --generate --request --header --data --data-binary --json --location --user --user-agent --proxy --insecure --cacert --connect-timeout --max-time --attempts --retry --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --output --outcome --silent --verbose --log --agent --max-body --require --no-progress --task --task-ttl --help --version lab demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -249,7 +255,7 @@ _abide() {
             return 0
             ;;
         abide__subcmd__help)
-            opts="lab demo help"
+            opts="lab demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -304,6 +310,20 @@ _abide() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        abide__subcmd__help__subcmd__mcp)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         abide__subcmd__lab)
             opts="-h --port --limit --window --skew --duration --script --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -332,6 +352,24 @@ _abide() {
                     return 0
                     ;;
                 --script)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abide__subcmd__mcp)
+            opts="-h --allow-writes --allow-host --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --allow-host)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -81,6 +81,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand --version 'Print version'
             cand lab 'Run a local rate-limited HTTP server that catches clients which retry too early'
             cand demo 'Show in ten seconds what abide does, against a lab started in-process'
+            cand mcp 'Serve abide as a Model Context Protocol tool (http_request) on stdio'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'abide;lab'= {
@@ -97,14 +98,23 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'abide;mcp'= {
+            cand --allow-host 'A host the model may reach (repeatable): a name or address as in the URL, or *.example.com for every subdomain. Without it, any host'
+            cand --allow-writes 'Let the model send writes (POST, PUT, PATCH, DELETE, …); without it only GET, HEAD and OPTIONS'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'abide;help'= {
             cand lab 'Run a local rate-limited HTTP server that catches clients which retry too early'
             cand demo 'Show in ten seconds what abide does, against a lab started in-process'
+            cand mcp 'Serve abide as a Model Context Protocol tool (http_request) on stdio'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'abide;help;lab'= {
         }
         &'abide;help;demo'= {
+        }
+        &'abide;help;mcp'= {
         }
         &'abide;help;help'= {
         }

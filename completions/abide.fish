@@ -78,6 +78,7 @@ complete -c abide -n "__fish_abide_needs_command" -s h -l help -d 'Print help (s
 complete -c abide -n "__fish_abide_needs_command" -s V -l version -d 'Print version'
 complete -c abide -n "__fish_abide_needs_command" -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'
 complete -c abide -n "__fish_abide_needs_command" -a "demo" -d 'Show in ten seconds what abide does, against a lab started in-process'
+complete -c abide -n "__fish_abide_needs_command" -a "mcp" -d 'Serve abide as a Model Context Protocol tool (http_request) on stdio'
 complete -c abide -n "__fish_abide_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c abide -n "__fish_abide_using_subcommand lab" -l port -d 'Port to listen on, on 127.0.0.1 only (0 picks a free port)' -r
 complete -c abide -n "__fish_abide_using_subcommand lab" -l limit -d 'Requests each client may make per window before it gets 429' -r
@@ -87,6 +88,10 @@ complete -c abide -n "__fish_abide_using_subcommand lab" -l duration -d 'Stop af
 complete -c abide -n "__fish_abide_using_subcommand lab" -l script -d 'Answer all clients from a fixed sequence instead of the limiter; the last step repeats. Steps are comma-separated, each STATUS followed by any of :ra=SECONDS (Retry-After), :delay=DURATION, and one of :close, :truncate, :hang. Example: 429:ra=1,503,200:delay=2s' -r
 complete -c abide -n "__fish_abide_using_subcommand lab" -s h -l help -d 'Print help'
 complete -c abide -n "__fish_abide_using_subcommand demo" -s h -l help -d 'Print help'
-complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo help" -f -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'
-complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo help" -f -a "demo" -d 'Show in ten seconds what abide does, against a lab started in-process'
-complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c abide -n "__fish_abide_using_subcommand mcp" -l allow-host -d 'A host the model may reach (repeatable): a name or address as in the URL, or *.example.com for every subdomain. Without it, any host' -r
+complete -c abide -n "__fish_abide_using_subcommand mcp" -l allow-writes -d 'Let the model send writes (POST, PUT, PATCH, DELETE, …); without it only GET, HEAD and OPTIONS'
+complete -c abide -n "__fish_abide_using_subcommand mcp" -s h -l help -d 'Print help'
+complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo mcp help" -f -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'
+complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo mcp help" -f -a "demo" -d 'Show in ten seconds what abide does, against a lab started in-process'
+complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo mcp help" -f -a "mcp" -d 'Serve abide as a Model Context Protocol tool (http_request) on stdio'
+complete -c abide -n "__fish_abide_using_subcommand help; and not __fish_seen_subcommand_from lab demo mcp help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
