@@ -16,7 +16,7 @@ use crate::outcome::{Attempt, Kind, Record, Why};
 use crate::ratelimit;
 use crate::redact::Redactor;
 use crate::scope::{self, BreakerNews, Lesson};
-use crate::shared::{Admit, Shared};
+use crate::shared::{Admit, Learned, Shared};
 use crate::sink::{DeliverError, Sink};
 use crate::store::Slot;
 
@@ -132,6 +132,10 @@ struct Run {
 
 /// The longest pause between two looks for a free concurrency slot.
 const SLOT_POLL_MAX: Duration = Duration::from_millis(20);
+/// The longest pause between two looks at another run's probe: a herd of
+/// waiters reads the state 20 times a second each, and learns of the
+/// probe's result within 50 ms.
+const PROBE_POLL_MAX: Duration = Duration::from_millis(50);
 
 impl Loop<'_> {
     pub fn run(
@@ -191,7 +195,7 @@ impl Loop<'_> {
             // Publish first, then sleep (and only then free the slot): other
             // processes of the scope learn of a Retry-After before this one
             // waits on it, and before anyone else can send.
-            let news = self.teach_scope(&attempted, on_event);
+            let learned = self.teach_scope(&attempted, on_event);
             drop(slot);
             let Attempted {
                 judged,
@@ -210,20 +214,10 @@ impl Loop<'_> {
                 attempt: number,
                 elapsed: clock.now() - run.start,
             };
-            match decision::next_step(verdict, server, progress, self.policy, Draw(draw())) {
+            let next = decision::next_step(verdict, server, progress, self.policy, Draw(draw()));
+            match decision::opened_breaker(next, learned.opened) {
                 Next::Stop(stop) => {
                     return run.finish(clock, stop.kind, Why::Decided(stop.why), stop.not_before);
-                }
-                // This attempt opened the scope's breaker: waiting would only
-                // find it open, so say so now, with when it half-opens.
-                Next::Wait(wait) if matches!(news, BreakerNews::Opened { .. }) => {
-                    // Not before the breaker half-opens, nor before the
-                    // server's own delay ends.
-                    let cooldown = self
-                        .shared
-                        .map(|s| s.policy.breaker_cooldown.max(wait.duration));
-                    let why = Why::Decided(StopWhy::CircuitOpen { probing: false });
-                    return run.finish(clock, Kind::CircuitOpen, why, cooldown);
                 }
                 Next::Wait(wait) => {
                     if let Some(last) = run.attempts.last_mut() {
@@ -269,7 +263,7 @@ impl Loop<'_> {
             let elapsed = clock.now() - run.start;
             let left = self.policy.budget.saturating_sub(elapsed);
             let patience = self.policy.max_wait.map_or(left, |m| m.min(left));
-            let (cause, wait) = match shared.admit(patience, !rate_reserved) {
+            let (cause, wait, own) = match shared.admit(patience, !rate_reserved) {
                 Admit::Go => {
                     let slot = self.take_slot(shared, clock, sleeper, run)?;
                     // Waiting for the slot, the gate may have closed again.
@@ -278,11 +272,7 @@ impl Loop<'_> {
                     }
                     continue;
                 }
-                Admit::CircuitOpen { wait, probing } => {
-                    let why = Why::Decided(StopWhy::CircuitOpen { probing });
-                    return Err((Kind::CircuitOpen, why, Some(wait)));
-                }
-                Admit::Wait { wait, cause } => (cause, wait),
+                Admit::Wait { wait, cause, own } => (cause, wait, own),
                 Admit::Unavailable(e) => {
                     let why = Why::Internal(format!(
                         "the shared state is unavailable ({e}) and --state-required is set"
@@ -300,18 +290,52 @@ impl Loop<'_> {
                         retry: number - 1,
                     });
                     let before = clock.now();
-                    let slept = run.sleep(wait.duration, clock, sleeper);
+                    let slept = match cause {
+                        scope::Wait::Probe(_) => {
+                            self.behind_probe(shared, wait.duration, clock, sleeper, run)
+                        }
+                        _ => run.sleep(wait.duration, clock, sleeper),
+                    };
                     let waited = clock.now() - before;
-                    run.scope_waits.push((waited, cause));
+                    // A run's own Retry-After, met again at the gate, is no
+                    // news: its wait is already in the history.
+                    if !own {
+                        run.note_scope_wait(waited, cause);
+                    }
                     if let Err(kind) = slept {
-                        // The gate still holds for whoever calls next.
+                        // The gate, or the open breaker, still holds for
+                        // whoever calls next.
                         let left = wait.duration.saturating_sub(waited);
-                        let gate = matches!(cause, scope::Wait::Gate(_)).then_some(left);
-                        return Err((kind, Why::Cancelled, gate));
+                        let holds =
+                            matches!(cause, scope::Wait::Gate(_) | scope::Wait::HalfOpen(_));
+                        return Err((kind, Why::Cancelled, holds.then_some(left)));
                     }
                     rate_reserved |= cause == scope::Wait::Rate;
                 }
             }
+        }
+    }
+
+    /// Waits behind another run's half-open probe, for at most `limit`:
+    /// until the probe ends, which is when its result (the breaker closed or
+    /// open again) tells this run what to do.
+    fn behind_probe(
+        &self,
+        shared: &Shared,
+        limit: Duration,
+        clock: &dyn Clock,
+        sleeper: &mut dyn Sleeper,
+        run: &mut Run,
+    ) -> Result<(), Kind> {
+        let start = clock.now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let left = limit.saturating_sub(clock.now() - start);
+            if left.is_zero() || !shared.probed_by_another() {
+                return Ok(());
+            }
+            run.sleep(pause.min(left), clock, sleeper)?;
+            pause = (pause * 2).min(PROBE_POLL_MAX);
         }
     }
 
@@ -347,9 +371,9 @@ impl Loop<'_> {
 
     /// What the scope learns from an attempt: a Retry-After or a used-up
     /// quota closes its gate; failures count towards its breaker.
-    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) -> BreakerNews {
+    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) -> Learned {
         let Some(shared) = self.shared else {
-            return BreakerNews::Unchanged;
+            return Learned::default();
         };
         let lesson = Lesson {
             health: scope::health(attempted.observation, &self.policy.retry_on),
@@ -359,11 +383,11 @@ impl Loop<'_> {
             // Retry-After takes precedence over the quota fields.
             quota_reset: attempted.quota.filter(|_| attempted.server.is_none()),
         };
-        let news = shared.learn(&lesson);
-        if news != BreakerNews::Unchanged {
+        let learned = shared.learn(&lesson);
+        for &news in &learned.news {
             on_event(Event::Breaker(news));
         }
-        news
+        learned
     }
 
     /// An HTTP answer: deliver it when it is the result, else keep the start
@@ -527,6 +551,9 @@ fn scope_note(waited: Duration, cause: scope::Wait) -> String {
             "the scope's used-up rate-limit quota"
         }
         scope::Wait::Rate => "--rate",
+        scope::Wait::HalfOpen(scope::Level::Scope) => "the scope's open circuit breaker",
+        scope::Wait::HalfOpen(scope::Level::Endpoint) => "this endpoint's open circuit breaker",
+        scope::Wait::Probe(_) => "another run's probe of an open circuit breaker",
     };
     format!(
         "Waited {:.1} s for {why} before sending.",
@@ -535,6 +562,15 @@ fn scope_note(waited: Duration, cause: scope::Wait) -> String {
 }
 
 impl Run {
+    /// Counts a wait the scope imposed; waits of one cause in a row (the
+    /// looks behind a probe) make one sentence.
+    fn note_scope_wait(&mut self, waited: Duration, cause: scope::Wait) {
+        match self.scope_waits.last_mut() {
+            Some((total, last)) if *last == cause => *total += waited,
+            _ => self.scope_waits.push((waited, cause)),
+        }
+    }
+
     /// Keeps the start of an answer's body that was not delivered (for the
     /// agent object), noting whether there was more.
     fn keep_failed_body(&mut self, mut body: Vec<u8>, limit: u64) {
