@@ -572,4 +572,55 @@ mod tests {
             Ok(5000)
         );
     }
+
+    #[test]
+    fn breaker_waits() {
+        use Kind::CircuitOpen;
+        use scope::{Level, Wait as W};
+        let p = Policy::default();
+        let capped = Policy {
+            max_wait: Some(Duration::from_secs(5)),
+            ..Policy::default()
+        };
+        let half_open = W::HalfOpen(Level::Scope);
+        let probe = W::Probe(Level::Endpoint);
+        let s = Duration::from_secs;
+        let ms = |next: Next| match next {
+            Next::Wait(w) => Ok(w.duration.as_millis()),
+            Next::Stop(stop) => Err((stop.kind, stop.not_before.map(|d| d.as_millis()))),
+        };
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Next, Expected)> = vec![
+            ("half-open moment that fits: waited, plus jitter", scope_step(half_open, s(2), s(0), &p, Draw(0.5)), Ok(2_100)),
+            ("half-open beyond the budget: CIRCUIT_OPEN now", scope_step(half_open, s(8), s(55), &p, Draw(0.5)), Err((CircuitOpen, Some(8_000)))),
+            ("half-open beyond --max-wait: CIRCUIT_OPEN now", scope_step(half_open, s(6), s(0), &capped, Draw(0.5)), Err((CircuitOpen, Some(6_000)))),
+            ("behind a probe: until it ends", scope_step(probe, s(31), s(0), &p, Draw(0.9)), Ok(31_000)),
+            ("behind a probe: as long as the budget allows", scope_step(probe, s(31), s(50), &p, Draw(0.9)), Ok(9_999)),
+            ("behind a probe: as long as --max-wait allows", scope_step(probe, s(31), s(0), &capped, Draw(0.9)), Ok(4_999)),
+            ("behind a probe, no time left: CIRCUIT_OPEN", scope_step(probe, s(31), s(60), &p, Draw(0.9)), Err((CircuitOpen, Some(31_000)))),
+        ];
+        for (name, next, expected) in rows {
+            assert_eq!(ms(next), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_run_that_opened_a_breaker_ends_circuit_open() {
+        use scope::Level;
+        let p = Policy::default();
+        let opened = Some((Duration::from_secs(2), Level::Endpoint));
+        let after = |next| outcome(opened_breaker(next, opened));
+        let retryable = Verdict::Retryable;
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Expected, Expected)> = vec![
+            ("attempts used: the half-open moment", after(next_step(retryable, None, at(4, 0), &p, Draw(0.5))), Err((Kind::CircuitOpen, Some(2_000)))),
+            ("attempts used: the server's longer delay", after(next_step(retryable, ra(7.0), at(4, 0), &p, Draw(0.5))), Err((Kind::CircuitOpen, Some(7_000)))),
+            ("budget used: the half-open moment", after(next_step(retryable, None, at(3, 59_900), &p, Draw(0.9))), Err((Kind::CircuitOpen, Some(2_000)))),
+            ("attempts left: it goes on", after(next_step(retryable, None, at(1, 0), &p, Draw(0.5))), Ok(250)),
+            ("a 401 stays a 401", after(next_step(Verdict::NonRetryable, None, at(1, 0), &p, Draw(0.5))), Err((Kind::NonRetryable, None))),
+        ];
+        for (name, got, expected) in rows {
+            assert_eq!(got, expected, "{name}");
+        }
+    }
 }

@@ -405,6 +405,44 @@ mod tests {
     }
 
     #[test]
+    fn breaker_waits_and_news_say_which_breaker() {
+        let n = narrator();
+        let wait = |cause| Wait {
+            duration: MS(1_050),
+            cause: WaitCause::Scope { cause },
+        };
+        assert_eq!(
+            n.wait(&wait(scope::Wait::HalfOpen(Level::Scope)), 5, S(50)),
+            "waiting 1.05s before attempt 6/4: the scope's open circuit breaker, \
+             until it lets a probe through, plus jitter; 50.0s of the budget left"
+        );
+        assert_eq!(
+            n.wait(&wait(scope::Wait::Probe(Level::Endpoint)), 0, S(50)),
+            "waiting 1.05s before attempt 1/4: this endpoint's open circuit breaker, \
+             which another run is probing: until its probe ends, at most this long; \
+             50.0s of the budget left"
+        );
+        assert_eq!(
+            n.countdown_cause(None, &wait(scope::Wait::HalfOpen(Level::Endpoint))),
+            "endpoint circuit breaker open"
+        );
+        assert_eq!(
+            n.breaker(BreakerNews::Opened {
+                until: 1_796_112_000_000,
+                level: Level::Endpoint
+            }),
+            "circuit breaker of this endpoint (method and path) in scope \
+             https://api.example.com:443 opened until 2026-12-01T08:00:00.000Z"
+        );
+        assert_eq!(
+            n.breaker(BreakerNews::Closed {
+                level: Level::Scope
+            }),
+            "circuit breaker of scope https://api.example.com:443 closed"
+        );
+    }
+
+    #[test]
     fn countdown() {
         let n = narrator();
         let answered = Ended::Answered {

@@ -675,6 +675,96 @@ mod tests {
     }
 
     #[test]
+    fn scope_waits_name_the_scope() {
+        let at = httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap();
+        let closed = |kind, cause, attempts| {
+            let why = StopWhy::ScopeClosed {
+                cause,
+                wait: Duration::from_secs(12),
+                limit: Duration::from_secs(5),
+            };
+            let mut r = record(kind, why, attempts);
+            r.next_allowed_at = Some(at);
+            r
+        };
+        let gate = closed(
+            Kind::BudgetExhausted,
+            scope::Wait::Gate(scope::GateCause::RetryAfter),
+            vec![],
+        );
+        let line = Line::new(&context(), &gate);
+        assert_eq!(
+            line.reason,
+            "The API at http://127.0.0.1:1 is held by a Retry-After the server gave to an earlier request: the next request may go in 12 s, beyond the 5 s this run may wait."
+        );
+        assert_eq!(
+            line.instruction,
+            "Do not call the API at http://127.0.0.1:1 again before 2026-11-30T10:02:00.000Z."
+        );
+        let named = Context {
+            scope: "acme:ci".into(),
+            ..context()
+        };
+        assert!(
+            Line::new(&named, &gate)
+                .instruction
+                .starts_with("Do not call scope acme:ci again before")
+        );
+        let open = closed(
+            Kind::CircuitOpen,
+            scope::Wait::HalfOpen(scope::Level::Endpoint),
+            vec![attempt(Some(503), None)],
+        );
+        let line = Line::new(&context(), &open);
+        assert_eq!(
+            line.reason,
+            "Still 503 Service Unavailable after 1 attempt(s). The circuit breaker of GET http://127.0.0.1:1/x is open after repeated failures: its next probe may go in 12 s, beyond the 5 s this run may wait."
+        );
+        assert_eq!(
+            line.instruction,
+            "The circuit breaker of GET http://127.0.0.1:1/x is open. Do not call GET http://127.0.0.1:1/x again before 2026-11-30T10:02:00.000Z."
+        );
+        let probing = closed(
+            Kind::CircuitOpen,
+            scope::Wait::Probe(scope::Level::Scope),
+            vec![],
+        );
+        assert_eq!(
+            Line::new(&context(), &probing).reason,
+            "The circuit breaker of the API at http://127.0.0.1:1 is half-open and another run is probing it; the probe did not end within the 5 s this run may wait."
+        );
+        for r in [gate, open, probing] {
+            let line = Line::new(&context(), &r);
+            for text in [&line.reason, &line.instruction] {
+                assert!(
+                    !text.contains("this endpoint") && !text.contains("scope is closed"),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_that_opened_a_breaker_says_so() {
+        let mut r = record(
+            Kind::CircuitOpen,
+            StopWhy::OpenedBreaker {
+                level: scope::Level::Scope,
+            },
+            vec![attempt(None, None); 5],
+        );
+        r.error = Some("connection refused".into());
+        r.next_allowed_at =
+            Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
+        let line = Line::new(&context(), &r);
+        assert_eq!(
+            line.reason,
+            "Still connection refused after 5 attempt(s), and the failures opened the circuit breaker of the API at http://127.0.0.1:1."
+        );
+        assert_eq!(line.exit_code, 6);
+    }
+
+    #[test]
     fn unauthorized_instruction() {
         let line = Line::new(
             &context(),
