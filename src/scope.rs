@@ -230,6 +230,10 @@ impl Breaker {
     fn is_open(&self) -> bool {
         self.open_until.is_some()
     }
+
+    fn probed_by(&self, me: &str) -> bool {
+        self.probe.as_ref().is_some_and(|p| p.holder == me)
+    }
 }
 
 /// The scope's breaker and every endpoint's.
@@ -549,7 +553,7 @@ impl Breaker {
         me: &str,
         level: Level,
     ) -> Option<BreakerNews> {
-        let probing = self.probe.as_ref().is_some_and(|p| p.holder == me);
+        let probing = self.probed_by(me);
         match said {
             Said::Failed if probing => {
                 // The probe failed: open again, twice as long as last time.
@@ -607,16 +611,18 @@ impl Breaker {
     }
 }
 
+/// Whether `me` holds a half-open probe of any breaker of the scope.
+pub fn holds_probe(state: &ScopeState, me: &str) -> bool {
+    breakers(state).any(|b| b.probed_by(me))
+}
+
 /// Gives back the probes `me` holds when it ends without a verdict (budget,
 /// cancellation), so that the next process may probe at once.
 pub fn release(state: &mut ScopeState, me: &str) {
-    let mine = |b: &Breaker| b.probe.as_ref().is_some_and(|p| p.holder == me);
-    if mine(&state.breaker) {
-        state.breaker.probe = None;
-    }
-    for e in &mut state.endpoints {
-        if mine(&e.breaker) {
-            e.breaker.probe = None;
+    let endpoints = state.endpoints.iter_mut().map(|e| &mut e.breaker);
+    for breaker in std::iter::once(&mut state.breaker).chain(endpoints) {
+        if breaker.probed_by(me) {
+            breaker.probe = None;
         }
     }
 }
@@ -1054,6 +1060,18 @@ mod tests {
         // A probe that never reports expires.
         assert!(matches!(
             admit(&mut s, 20 + 10_000, FAR, &p, "c", EP, true),
+            Admission::Go { probe: true, .. }
+        ));
+        // An endpoint's probe is given back too.
+        for _ in 0..3 {
+            learn(&mut s, 20_000, &lesson(Health::EndpointFailed), &p, "d", EP);
+        }
+        admit(&mut s, 21_000, FAR, &p, "d", EP, true);
+        assert!(holds_probe(&s, "d"));
+        release(&mut s, "d");
+        assert!(!holds_probe(&s, "d"));
+        assert!(matches!(
+            admit(&mut s, 21_000, FAR, &p, "e", EP, true),
             Admission::Go { probe: true, .. }
         ));
     }

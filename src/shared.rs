@@ -241,16 +241,9 @@ impl Shared {
         }
     }
 
-    /// At the end of a run: gives back a probe this process claimed but never used.
+    /// At the end of a run: gives back the probes this process claimed but never used.
     pub fn release(&self) {
-        let holds_probe = self
-            .seen
-            .borrow()
-            .breaker
-            .probe
-            .as_ref()
-            .is_some_and(|p| p.holder == self.me);
-        if holds_probe {
+        if scope::holds_probe(&self.seen.borrow(), &self.me) {
             self.update(&mut |state, _| scope::release(state, &self.me));
         }
     }
