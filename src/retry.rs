@@ -643,7 +643,9 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
+    use crate::scope::{Breaker, Millis, Probe, ScopePolicy, ScopeState};
+    use crate::store::Store;
+    use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
     /// A clock that moves only when the fake sleeper or transport says so.
@@ -742,6 +744,60 @@ mod tests {
         answers: Vec<Answer>,
         draw: f64,
         cancel_after: Option<usize>,
+        /// The scope's record at the start, shared through [`Memory`].
+        scope: Option<ScopeState>,
+        elsewhere: Option<Elsewhere>,
+    }
+
+    /// What another process does to the record, and when (ms after the start).
+    type Elsewhere = (u64, fn(&mut ScopeState));
+
+    /// A store in memory on the fake clock, where "another process" may
+    /// change the record at a set time.
+    struct Memory {
+        state: Rc<RefCell<ScopeState>>,
+        time: FakeTime,
+        elsewhere: Cell<Option<Elsewhere>>,
+    }
+
+    impl Memory {
+        fn now(&self) -> Millis {
+            let now = crate::shared::epoch_millis(self.time.wall());
+            if let Some((at, change)) = self.elsewhere.get()
+                && now >= crate::shared::epoch_millis(epoch()) + at
+            {
+                change(&mut self.state.borrow_mut());
+                self.elsewhere.set(None);
+            }
+            now
+        }
+    }
+
+    impl Store for Memory {
+        fn read(&self, _: &str) -> std::io::Result<(ScopeState, Millis)> {
+            let now = self.now();
+            Ok((self.state.borrow().clone(), now))
+        }
+        fn update(
+            &self,
+            _: &str,
+            change: &mut dyn FnMut(&mut ScopeState, Millis),
+        ) -> std::io::Result<()> {
+            let now = self.now();
+            change(&mut self.state.borrow_mut(), now);
+            Ok(())
+        }
+        fn try_slot(&self, _: &str, _: u32, _: Duration) -> std::io::Result<Option<Slot>> {
+            unimplemented!("no --max-concurrent in these tests")
+        }
+        fn take_notes(&self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    /// The epoch time of the fake clock's start plus `ms`.
+    fn at_ms(ms: u64) -> Millis {
+        crate::shared::epoch_millis(epoch()) + ms
     }
 
     impl Case {
@@ -752,12 +808,37 @@ mod tests {
                 answers,
                 draw: 0.0,
                 cancel_after: None,
+                scope: None,
+                elsewhere: None,
             }
         }
 
         fn run(self) -> (Record, Vec<Limits>, Vec<u128>) {
             let mut time = FakeTime::new();
             time.cancel_after = self.cancel_after;
+            let state = Rc::new(RefCell::new(self.scope.clone().unwrap_or_default()));
+            let shared = self.scope.is_some().then(|| {
+                let memory = Memory {
+                    state: Rc::clone(&state),
+                    time: time.clone(),
+                    elsewhere: Cell::new(self.elsewhere),
+                };
+                let policy = ScopePolicy {
+                    rate_interval: None,
+                    breaker_threshold: 5,
+                    breaker_first: Duration::from_millis(500),
+                    breaker_cooldown: Duration::from_secs(30),
+                    probe_ttl: Duration::from_secs(31),
+                };
+                Shared::new(
+                    Box::new(memory),
+                    "s".into(),
+                    "ep".into(),
+                    policy,
+                    None,
+                    false,
+                )
+            });
             let mut transport = Scripted {
                 time: time.clone(),
                 answers: self.answers,
@@ -771,7 +852,7 @@ mod tests {
                 max_time: Duration::from_secs(30),
                 connect_timeout: Duration::from_secs(10),
                 redactor: &redactor,
-                shared: None,
+                shared: shared.as_ref(),
                 require: &[],
                 keep_body: 256,
             };
@@ -914,5 +995,85 @@ mod tests {
         assert_eq!(record.kind, Kind::Succeeded);
         assert_eq!(sleeps, [250]);
         assert_eq!(record.ignored_delays, ["Retry-After: soon"]);
+    }
+
+    fn open_until(ms: u64, interval: Millis) -> ScopeState {
+        ScopeState {
+            breaker: Breaker {
+                open_until: Some(at_ms(ms)),
+                interval,
+                ..Breaker::default()
+            },
+            ..ScopeState::default()
+        }
+    }
+
+    #[test]
+    fn an_open_breaker_is_waited_for_then_probed() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(open_until(2_000, 2_000));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sleeps, [2_000]);
+        assert_eq!(record.waited, Duration::from_secs(2));
+        assert_eq!(
+            record.notes,
+            ["Waited 2.0 s for the scope's open circuit breaker before sending."]
+        );
+    }
+
+    #[test]
+    fn behind_a_probe_the_loop_waits_until_it_ends() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        let mut scope = open_until(0, 1_000);
+        scope.breaker.probe = Some(Probe {
+            holder: "another".into(),
+            expires: at_ms(10_000),
+        });
+        case.scope = Some(scope);
+        // 300 ms in, the other run's probe fails: open for another second.
+        case.elsewhere = Some((300, |s| {
+            s.breaker.probe = None;
+            s.breaker.open_until = Some(at_ms(1_300));
+        }));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(sent.len(), 1);
+        let looks: Vec<u128> = sleeps.iter().copied().take_while(|&ms| ms <= 50).collect();
+        assert_eq!(&looks[..7], [1, 2, 4, 8, 16, 32, 50]);
+        let behind: u128 = looks.iter().sum();
+        assert!((300..350).contains(&behind), "{sleeps:?}");
+        assert_eq!(sleeps.iter().sum::<u128>(), 1_300, "{sleeps:?}");
+        assert_eq!(record.notes.len(), 2, "{:?}", record.notes);
+    }
+
+    #[test]
+    fn a_half_open_moment_beyond_the_budget_ends_circuit_open_unsent() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(open_until(120_000, 30_000));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::CircuitOpen);
+        assert!(sent.is_empty() && sleeps.is_empty());
+        assert_eq!(
+            record.next_allowed_at,
+            Some(epoch() + Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn a_failed_probe_with_no_attempts_left_ends_circuit_open() {
+        // The host is still unreachable.
+        let mut case = Case::new(vec![Err(Phase::BeforeSend)]);
+        case.policy.attempts = 1;
+        case.scope = Some(open_until(0, 1_000));
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind, Kind::CircuitOpen);
+        assert_eq!(sent.len(), 1);
+        // Open again for twice as long, from the answer 10 ms in.
+        assert_eq!(
+            record.next_allowed_at,
+            Some(epoch() + Duration::from_millis(10 + 2_000))
+        );
     }
 }
