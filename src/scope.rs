@@ -270,8 +270,9 @@ pub fn admit(
             endpoint_breaker(state, endpoint).map_or(Door::Closed, |b| b.door(now, me)),
         ),
     ];
-    // An open breaker first: it holds everyone, a probe only until it ends.
-    // Not before the server's own delay ends either.
+    // An open breaker holds everyone until its half-open moment (and never
+    // lets a probe go before the server's own delay ends); only then does a
+    // probe in flight hold the others, until it ends.
     let gate = state.next_allowed_at.unwrap_or(0);
     let latest = |want_open: bool| {
         doors
