@@ -264,6 +264,7 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
             let shared = Shared::new(
                 store,
                 plan.context.scope.clone(),
+                plan::endpoint(&plan.request),
                 plan.scope_policy,
                 plan.max_concurrent,
                 plan.state_required,

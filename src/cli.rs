@@ -234,14 +234,17 @@ pub struct ScopeArgs {
           value_parser = clap::value_parser!(u32).range(1..10_000))]
     pub max_concurrent: Option<u32>,
 
-    /// Consecutive failed attempts of the scope (retryable 5xx and transport
-    /// failures; not 429) that open its circuit breaker; 0 turns it off. It is
-    /// consulted before every attempt, so a run whose own failures reach N
-    /// ends with CIRCUIT_OPEN.
+    /// Consecutive failed attempts that open a circuit breaker; 0 turns it
+    /// off. Retryable 5xx (not 429) and failures after sending count for their
+    /// endpoint (method and path), failures to reach the host for the whole
+    /// scope. A run waits for an open breaker's half-open moment when it fits
+    /// --budget and --max-wait, and ends with CIRCUIT_OPEN when it does not.
     #[arg(long, value_name = "N", env = "ABIDE_BREAKER", default_value = "5")]
     pub breaker: u32,
 
-    /// How long an open breaker refuses requests before one probe may pass.
+    /// The longest an open breaker waits between two probes when the server
+    /// gave no delay: it opens for the first --backoff step and doubles after
+    /// each failed probe up to this; a server's delay sets the moment instead.
     #[arg(long = "breaker-cooldown", value_name = "DURATION", env = "ABIDE_BREAKER_COOLDOWN",
           default_value = "30s", value_parser = parse_duration)]
     pub breaker_cooldown: Duration,

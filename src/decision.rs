@@ -195,15 +195,17 @@ pub enum StopWhy {
         wait: Duration,
         left: Duration,
     },
-    /// The scope is closed for longer than `--max-wait` or the budget allow.
+    /// The scope holds requests back (its gate, `--rate`, an open breaker or
+    /// another run's probe) for longer than `--max-wait` or the budget allow.
     ScopeClosed {
         cause: scope::Wait,
         wait: Duration,
         limit: Duration,
     },
-    /// The scope's circuit breaker is open, or another process is probing it.
-    CircuitOpen {
-        probing: bool,
+    /// The run's last failure opened a breaker of its scope, and the run
+    /// could not go on (attempts or budget used up).
+    OpenedBreaker {
+        level: scope::Level,
     },
 }
 
@@ -300,9 +302,36 @@ pub fn next_step(
     Next::Wait(wait)
 }
 
+/// A run that ends on a retryable failure which opened a breaker of its
+/// scope ends CIRCUIT_OPEN: its caller must not come back before the breaker
+/// half-opens, `half_open_in` from now (nor before the server's delay).
+pub fn opened_breaker(next: Next, opened: Option<(Duration, scope::Level)>) -> Next {
+    match (next, opened) {
+        (Next::Stop(stop), Some((half_open_in, level)))
+            if matches!(
+                stop.why,
+                StopWhy::AttemptsUsed { .. } | StopWhy::WaitOverBudget { .. }
+            ) =>
+        {
+            Next::Stop(Stop {
+                kind: Kind::CircuitOpen,
+                not_before: Some(
+                    stop.not_before
+                        .map_or(half_open_in, |n| n.max(half_open_in)),
+                ),
+                why: StopWhy::OpenedBreaker { level },
+            })
+        }
+        (next, _) => next,
+    }
+}
+
 /// Before an attempt, the scope says wait `wait`: wait it (with upward
-/// jitter for a gate, so that a herd released together arrives spread out;
-/// exactly for a `--rate` slot), or end now if it does not fit.
+/// jitter for a gate or a half-open moment, so that a herd released together
+/// arrives spread out; exactly for a `--rate` slot), or end now if it does
+/// not fit. Behind another run's probe the wait is "until the probe ends",
+/// at most `wait`: it is taken as far as the limits allow, and the run ends
+/// only when they allow nothing more.
 pub fn scope_step(
     cause: scope::Wait,
     wait: Duration,
@@ -312,24 +341,33 @@ pub fn scope_step(
 ) -> Next {
     let left = policy.budget.saturating_sub(elapsed);
     let limit = policy.max_wait.map_or(left, |m| m.min(left));
-    let over_max_wait = policy.max_wait.is_some_and(|m| wait > m);
-    if over_max_wait || wait >= left {
-        return Next::Stop(Stop {
-            kind: Kind::BudgetExhausted,
+    // Room for the attempt after the wait.
+    let room = limit.saturating_sub(Duration::from_millis(1));
+    let stop = || {
+        let kind = match cause {
+            scope::Wait::Gate(_) | scope::Wait::Rate => Kind::BudgetExhausted,
+            scope::Wait::HalfOpen(_) | scope::Wait::Probe(_) => Kind::CircuitOpen,
+        };
+        Next::Stop(Stop {
+            kind,
             not_before: Some(wait),
             why: StopWhy::ScopeClosed { cause, wait, limit },
-        });
-    }
-    let extra = match cause {
-        scope::Wait::Gate(_) => delay::jitter(wait, policy.jitter, draw.0).min(
-            limit
-                .saturating_sub(Duration::from_millis(1))
-                .saturating_sub(wait),
-        ),
-        scope::Wait::Rate => Duration::ZERO,
+        })
+    };
+    let (duration, jitter) = match cause {
+        scope::Wait::Probe(_) if room.is_zero() => return stop(),
+        scope::Wait::Probe(_) => (wait.min(room), false),
+        _ if policy.max_wait.is_some_and(|m| wait > m) || wait >= left => return stop(),
+        scope::Wait::Gate(_) | scope::Wait::HalfOpen(_) => (wait, true),
+        scope::Wait::Rate => (wait, false),
+    };
+    let extra = if jitter {
+        delay::jitter(wait, policy.jitter, draw.0).min(room.saturating_sub(wait))
+    } else {
+        Duration::ZERO
     };
     Next::Wait(Wait {
-        duration: wait + extra,
+        duration: duration + extra,
         cause: WaitCause::Scope { cause },
     })
 }
@@ -533,5 +571,56 @@ mod tests {
             ms(scope_step(gate, s(5), s(0), &capped, Draw(0.9))),
             Ok(5000)
         );
+    }
+
+    #[test]
+    fn breaker_waits() {
+        use Kind::CircuitOpen;
+        use scope::{Level, Wait as W};
+        let p = Policy::default();
+        let capped = Policy {
+            max_wait: Some(Duration::from_secs(5)),
+            ..Policy::default()
+        };
+        let half_open = W::HalfOpen(Level::Scope);
+        let probe = W::Probe(Level::Endpoint);
+        let s = Duration::from_secs;
+        let ms = |next: Next| match next {
+            Next::Wait(w) => Ok(w.duration.as_millis()),
+            Next::Stop(stop) => Err((stop.kind, stop.not_before.map(|d| d.as_millis()))),
+        };
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Next, Expected)> = vec![
+            ("half-open moment that fits: waited, plus jitter", scope_step(half_open, s(2), s(0), &p, Draw(0.5)), Ok(2_100)),
+            ("half-open beyond the budget: CIRCUIT_OPEN now", scope_step(half_open, s(8), s(55), &p, Draw(0.5)), Err((CircuitOpen, Some(8_000)))),
+            ("half-open beyond --max-wait: CIRCUIT_OPEN now", scope_step(half_open, s(6), s(0), &capped, Draw(0.5)), Err((CircuitOpen, Some(6_000)))),
+            ("behind a probe: until it ends", scope_step(probe, s(31), s(0), &p, Draw(0.9)), Ok(31_000)),
+            ("behind a probe: as long as the budget allows", scope_step(probe, s(31), s(50), &p, Draw(0.9)), Ok(9_999)),
+            ("behind a probe: as long as --max-wait allows", scope_step(probe, s(31), s(0), &capped, Draw(0.9)), Ok(4_999)),
+            ("behind a probe, no time left: CIRCUIT_OPEN", scope_step(probe, s(31), s(60), &p, Draw(0.9)), Err((CircuitOpen, Some(31_000)))),
+        ];
+        for (name, next, expected) in rows {
+            assert_eq!(ms(next), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_run_that_opened_a_breaker_ends_circuit_open() {
+        use scope::Level;
+        let p = Policy::default();
+        let opened = Some((Duration::from_secs(2), Level::Endpoint));
+        let after = |next| outcome(opened_breaker(next, opened));
+        let retryable = Verdict::Retryable;
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Expected, Expected)> = vec![
+            ("attempts used: the half-open moment", after(next_step(retryable, None, at(4, 0), &p, Draw(0.5))), Err((Kind::CircuitOpen, Some(2_000)))),
+            ("attempts used: the server's longer delay", after(next_step(retryable, ra(7.0), at(4, 0), &p, Draw(0.5))), Err((Kind::CircuitOpen, Some(7_000)))),
+            ("budget used: the half-open moment", after(next_step(retryable, None, at(3, 59_900), &p, Draw(0.9))), Err((Kind::CircuitOpen, Some(2_000)))),
+            ("attempts left: it goes on", after(next_step(retryable, None, at(1, 0), &p, Draw(0.5))), Ok(250)),
+            ("a 401 stays a 401", after(next_step(Verdict::NonRetryable, None, at(1, 0), &p, Draw(0.5))), Err((Kind::NonRetryable, None))),
+        ];
+        for (name, got, expected) in rows {
+            assert_eq!(got, expected, "{name}");
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::decision::{Policy, Wait, WaitCause};
 use crate::delay::{self, ServerDelay};
 use crate::outcome::{rfc3339, status_text};
-use crate::scope::{self, BreakerNews, GateCause};
+use crate::scope::{self, BreakerNews, GateCause, Level};
 
 /// An error message longer than this is cut in the countdown, which must fit
 /// on one terminal line next to the times.
@@ -76,6 +76,25 @@ pub fn wait_reason(wait: &Wait, policy: &Policy) -> String {
         WaitCause::Scope {
             cause: scope::Wait::Gate(GateCause::QuotaExhausted),
         } => "the scope's gate, until its rate-limit quota resets, plus jitter".into(),
+        WaitCause::Scope {
+            cause: scope::Wait::HalfOpen(level),
+        } => format!(
+            "{}, until it lets a probe through, plus jitter",
+            open_breaker(level)
+        ),
+        WaitCause::Scope {
+            cause: scope::Wait::Probe(level),
+        } => format!(
+            "{}, which another run is probing: until its probe ends, at most this long",
+            open_breaker(level)
+        ),
+    }
+}
+
+fn open_breaker(level: Level) -> &'static str {
+    match level {
+        Level::Scope => "the scope's open circuit breaker",
+        Level::Endpoint => "this endpoint's open circuit breaker",
     }
 }
 
@@ -160,22 +179,31 @@ impl Narrator {
                 scope::Wait::Gate(GateCause::RetryAfter) => "scope gate (Retry-After)",
                 scope::Wait::Gate(GateCause::QuotaExhausted) => "scope gate (quota used up)",
                 scope::Wait::Rate => "scope --rate",
+                scope::Wait::HalfOpen(Level::Scope) => "scope circuit breaker open",
+                scope::Wait::HalfOpen(Level::Endpoint) => "endpoint circuit breaker open",
+                scope::Wait::Probe(_) => "another run is probing the circuit breaker",
             }
             .to_string(),
         };
         format!("{what}{why}")
     }
 
-    /// `-v`: the scope's circuit breaker changed state.
-    pub fn breaker(&self, news: BreakerNews) -> Option<String> {
+    /// `-v`: a circuit breaker of the scope changed state.
+    pub fn breaker(&self, news: BreakerNews) -> String {
+        let of = |level| match level {
+            Level::Scope => format!("circuit breaker of scope {}", self.scope),
+            Level::Endpoint => format!(
+                "circuit breaker of this endpoint (method and path) in scope {}",
+                self.scope
+            ),
+        };
         match news {
-            BreakerNews::Opened { until } => Some(format!(
-                "circuit breaker of scope {} opened until {}",
-                self.scope,
+            BreakerNews::Opened { until, level } => format!(
+                "{} opened until {}",
+                of(level),
                 rfc3339(std::time::UNIX_EPOCH + Duration::from_millis(until))
-            )),
-            BreakerNews::Closed => Some(format!("circuit breaker of scope {} closed", self.scope)),
-            BreakerNews::Unchanged => None,
+            ),
+            BreakerNews::Closed { level } => format!("{} closed", of(level)),
         }
     }
 
@@ -373,6 +401,44 @@ mod tests {
             n.wait(&backoff, 2, S(59)),
             "waiting 700ms before attempt 3/4: no server delay, backoff step 2 \
              (random, up to 1s); 59.0s of the budget left"
+        );
+    }
+
+    #[test]
+    fn breaker_waits_and_news_say_which_breaker() {
+        let n = narrator();
+        let wait = |cause| Wait {
+            duration: MS(1_050),
+            cause: WaitCause::Scope { cause },
+        };
+        assert_eq!(
+            n.wait(&wait(scope::Wait::HalfOpen(Level::Scope)), 5, S(50)),
+            "waiting 1.05s before attempt 6/4: the scope's open circuit breaker, \
+             until it lets a probe through, plus jitter; 50.0s of the budget left"
+        );
+        assert_eq!(
+            n.wait(&wait(scope::Wait::Probe(Level::Endpoint)), 0, S(50)),
+            "waiting 1.05s before attempt 1/4: this endpoint's open circuit breaker, \
+             which another run is probing: until its probe ends, at most this long; \
+             50.0s of the budget left"
+        );
+        assert_eq!(
+            n.countdown_cause(None, &wait(scope::Wait::HalfOpen(Level::Endpoint))),
+            "endpoint circuit breaker open"
+        );
+        assert_eq!(
+            n.breaker(BreakerNews::Opened {
+                until: 1_796_112_000_000,
+                level: Level::Endpoint
+            }),
+            "circuit breaker of this endpoint (method and path) in scope \
+             https://api.example.com:443 opened until 2026-12-01T08:00:00.000Z"
+        );
+        assert_eq!(
+            n.breaker(BreakerNews::Closed {
+                level: Level::Scope
+            }),
+            "circuit breaker of scope https://api.example.com:443 closed"
         );
     }
 

@@ -90,7 +90,9 @@ impl Kind {
             Kind::NonRetryable => "a 4xx/5xx that retrying will not change",
             Kind::RetryExhausted => "still failing when --attempts ran out",
             Kind::BudgetExhausted => "the next wait does not fit --budget or --max-wait",
-            Kind::CircuitOpen => "the scope's circuit breaker is open",
+            Kind::CircuitOpen => {
+                "a circuit breaker of the scope stays open beyond --budget or --max-wait"
+            }
             Kind::SideEffectUnknown => "a write may have been applied; not replayed",
             Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
             Kind::NoProgress => "the same failing request again; refused unsent",
@@ -328,7 +330,51 @@ fn secs_text(d: Duration) -> String {
     }
 }
 
+/// A sentence starts with a capital letter, whatever it names first.
+fn capital(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
+}
+
 impl Words<'_> {
+    /// What the scope's limits hold back, in words: the API of the default
+    /// scope (an origin), or the scope `--scope` named.
+    fn scope_subject(&self) -> String {
+        let scope = &self.context.scope;
+        if scope.starts_with("http://") || scope.starts_with("https://") {
+            format!("the API at {scope}")
+        } else {
+            format!("scope {scope}")
+        }
+    }
+
+    /// What a breaker holds back: the whole scope, or this request's
+    /// method and URL (without the query its breaker does not see).
+    fn breaker_subject(&self, level: scope::Level) -> String {
+        match level {
+            scope::Level::Scope => self.scope_subject(),
+            scope::Level::Endpoint => {
+                let url = self
+                    .context
+                    .url
+                    .split(['?', '#'])
+                    .next()
+                    .unwrap_or_default();
+                format!("{} {url}", self.context.method)
+            }
+        }
+    }
+
+    /// "Do not call … again before T", for what the scope holds back.
+    fn not_before_for(&self, subject: &str) -> String {
+        match self.next_allowed_at {
+            Some(at) => format!("Do not call {subject} again before {at}."),
+            None => format!("Call {subject} again later."),
+        }
+    }
+
     fn what(&self) -> String {
         match (self.status, &self.record.error) {
             (Some(status), _) => status_text(status),
@@ -380,35 +426,46 @@ impl Words<'_> {
                     secs_text(*max_wait)
                 ),
                 StopWhy::ScopeClosed { cause, wait, limit } => {
-                    let what = match cause {
+                    let still = if self.attempts() > 0 {
+                        format!(
+                            "Still {} after {} attempt(s). ",
+                            self.what(),
+                            self.attempts()
+                        )
+                    } else {
+                        String::new()
+                    };
+                    let (wait, limit) = (secs_text(*wait), secs_text(*limit));
+                    let held = |what: &str| {
+                        format!(
+                            "{} {what}: the next request may go in {wait}, beyond the {limit} this run may wait.",
+                            capital(&self.scope_subject())
+                        )
+                    };
+                    let sentence = match cause {
                         scope::Wait::Gate(scope::GateCause::RetryAfter) => {
-                            "is held by a Retry-After the server gave to an earlier request"
+                            held("is held by a Retry-After the server gave to an earlier request")
                         }
                         scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
-                            "has used up its rate-limit quota"
+                            held("has used up its rate-limit quota")
                         }
-                        scope::Wait::Rate => "is paced by --rate",
+                        scope::Wait::Rate => held("is paced by --rate"),
+                        scope::Wait::HalfOpen(level) => format!(
+                            "The circuit breaker of {} is open after repeated failures: its next probe may go in {wait}, beyond the {limit} this run may wait.",
+                            self.breaker_subject(*level)
+                        ),
+                        scope::Wait::Probe(level) => format!(
+                            "The circuit breaker of {} is half-open and another run is probing it; the probe did not end within the {limit} this run may wait.",
+                            self.breaker_subject(*level)
+                        ),
                     };
-                    format!(
-                        "The scope {} {what}: the next request may go in {}, beyond the {} this run may wait.",
-                        self.context.scope,
-                        secs_text(*wait),
-                        secs_text(*limit)
-                    )
+                    format!("{still}{sentence}")
                 }
-                StopWhy::CircuitOpen { probing: false } if self.attempts() > 0 => format!(
-                    "Still {} after {} attempt(s), and the failures of scope {} opened its circuit breaker.",
+                StopWhy::OpenedBreaker { level } => format!(
+                    "Still {} after {} attempt(s), and the failures opened the circuit breaker of {}.",
                     self.what(),
                     self.attempts(),
-                    self.context.scope
-                ),
-                StopWhy::CircuitOpen { probing: false } => format!(
-                    "The circuit breaker of scope {} is open after repeated failures; nothing was sent.",
-                    self.context.scope
-                ),
-                StopWhy::CircuitOpen { probing: true } => format!(
-                    "The circuit breaker of scope {} is half-open and another run is probing it; nothing was sent.",
-                    self.context.scope
+                    self.breaker_subject(*level)
                 ),
                 StopWhy::WaitOverBudget { wait, left } => format!(
                     "{}: the next wait of {} does not fit the {} left of the budget.",
@@ -456,10 +513,9 @@ impl Words<'_> {
                 not_before("wait before calling again")
             ),
             Kind::BudgetExhausted => match self.record.attempts.iter().rev().find_map(|a| a.server_delay) {
-                _ if matches!(self.record.why, Why::Decided(StopWhy::ScopeClosed { .. })) => format!(
-                    "The scope is closed; {}.",
-                    not_before("call again later")
-                ),
+                _ if matches!(self.record.why, Why::Decided(StopWhy::ScopeClosed { .. })) => {
+                    self.not_before_for(&self.scope_subject())
+                }
                 Some(delay) => format!(
                     "The server asked to wait {}; {}.",
                     secs_text(delay.delay),
@@ -470,10 +526,23 @@ impl Words<'_> {
             Kind::SideEffectUnknown => format!(
                 "The {method} may have been applied; check the resource before sending it again, or send it with --idempotency-key."
             ),
-            Kind::CircuitOpen => format!(
-                "The circuit breaker for this scope is open; {}.",
-                not_before("wait for its cooldown before calling again")
-            ),
+            Kind::CircuitOpen => {
+                let level = match &self.record.why {
+                    Why::Decided(
+                        StopWhy::ScopeClosed {
+                            cause: scope::Wait::HalfOpen(level) | scope::Wait::Probe(level),
+                            ..
+                        }
+                        | StopWhy::OpenedBreaker { level },
+                    ) => *level,
+                    _ => scope::Level::Scope,
+                };
+                let subject = self.breaker_subject(level);
+                format!(
+                    "The circuit breaker of {subject} is open. {}",
+                    self.not_before_for(&subject)
+                )
+            }
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
             Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
             Kind::Cancelled | Kind::Terminated => "The run was interrupted; run it again when ready.".to_string(),
@@ -603,6 +672,96 @@ mod tests {
             line.reason,
             "429 Too Many Requests: the server asked to wait 120 s, longer than --max-wait 10 s."
         );
+    }
+
+    #[test]
+    fn scope_waits_name_the_scope() {
+        let at = httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap();
+        let closed = |kind, cause, attempts| {
+            let why = StopWhy::ScopeClosed {
+                cause,
+                wait: Duration::from_secs(12),
+                limit: Duration::from_secs(5),
+            };
+            let mut r = record(kind, why, attempts);
+            r.next_allowed_at = Some(at);
+            r
+        };
+        let gate = closed(
+            Kind::BudgetExhausted,
+            scope::Wait::Gate(scope::GateCause::RetryAfter),
+            vec![],
+        );
+        let line = Line::new(&context(), &gate);
+        assert_eq!(
+            line.reason,
+            "The API at http://127.0.0.1:1 is held by a Retry-After the server gave to an earlier request: the next request may go in 12 s, beyond the 5 s this run may wait."
+        );
+        assert_eq!(
+            line.instruction,
+            "Do not call the API at http://127.0.0.1:1 again before 2026-11-30T10:02:00.000Z."
+        );
+        let named = Context {
+            scope: "acme:ci".into(),
+            ..context()
+        };
+        assert!(
+            Line::new(&named, &gate)
+                .instruction
+                .starts_with("Do not call scope acme:ci again before")
+        );
+        let open = closed(
+            Kind::CircuitOpen,
+            scope::Wait::HalfOpen(scope::Level::Endpoint),
+            vec![attempt(Some(503), None)],
+        );
+        let line = Line::new(&context(), &open);
+        assert_eq!(
+            line.reason,
+            "Still 503 Service Unavailable after 1 attempt(s). The circuit breaker of GET http://127.0.0.1:1/x is open after repeated failures: its next probe may go in 12 s, beyond the 5 s this run may wait."
+        );
+        assert_eq!(
+            line.instruction,
+            "The circuit breaker of GET http://127.0.0.1:1/x is open. Do not call GET http://127.0.0.1:1/x again before 2026-11-30T10:02:00.000Z."
+        );
+        let probing = closed(
+            Kind::CircuitOpen,
+            scope::Wait::Probe(scope::Level::Scope),
+            vec![],
+        );
+        assert_eq!(
+            Line::new(&context(), &probing).reason,
+            "The circuit breaker of the API at http://127.0.0.1:1 is half-open and another run is probing it; the probe did not end within the 5 s this run may wait."
+        );
+        for r in [gate, open, probing] {
+            let line = Line::new(&context(), &r);
+            for text in [&line.reason, &line.instruction] {
+                assert!(
+                    !text.contains("this endpoint") && !text.contains("scope is closed"),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_that_opened_a_breaker_says_so() {
+        let mut r = record(
+            Kind::CircuitOpen,
+            StopWhy::OpenedBreaker {
+                level: scope::Level::Scope,
+            },
+            vec![attempt(None, None); 5],
+        );
+        r.error = Some("connection refused".into());
+        r.next_allowed_at =
+            Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
+        let line = Line::new(&context(), &r);
+        assert_eq!(
+            line.reason,
+            "Still connection refused after 5 attempt(s), and the failures opened the circuit breaker of the API at http://127.0.0.1:1."
+        );
+        assert_eq!(line.exit_code, 6);
     }
 
     #[test]

@@ -83,6 +83,14 @@ const VOLATILE: [&str; 7] = [
     "x-amzn-trace-id",
 ];
 
+/// The endpoint a request's failures count against in its scope's breakers:
+/// the method and the URL without its query, hashed, since a path may hold
+/// a secret and the state is shared.
+pub fn endpoint(request: &Request) -> String {
+    let url = request.url.split(['?', '#']).next().unwrap_or_default();
+    crate::store::scope_hash(&format!("{} {url}", request.method))
+}
+
 /// What makes two requests the same for the no-progress guard: method, URL,
 /// body and headers (but the volatile ones), hashed so that nothing is kept
 /// in clear.
@@ -274,6 +282,9 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let scope_policy = ScopePolicy {
         rate_interval: sc.rate.map(|r| crate::scope::spacing(r.interval)),
         breaker_threshold: sc.breaker,
+        // An open breaker is a backoff the scope shares: it starts where the
+        // run's own does.
+        breaker_first: policy.backoff,
         breaker_cooldown: sc.breaker_cooldown,
         // A probe that has not reported by the end of its attempt is presumed lost.
         probe_ttl: r.max_time.min(policy.budget) + Duration::from_secs(1),

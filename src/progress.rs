@@ -120,11 +120,7 @@ impl Progress {
                 let error = error.to_string();
                 self.ended(&mut state, attempt, Ended::Failed { error });
             }
-            Event::Breaker(news) => {
-                if let Some(line) = self.narrator.breaker(news) {
-                    self.say(&state, || line);
-                }
-            }
+            Event::Breaker(news) => self.say(&state, || self.narrator.breaker(news)),
             Event::Waiting { wait, retry } => {
                 state.clear();
                 let budget_left = self.budget_ends.saturating_duration_since(Instant::now());

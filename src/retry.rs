@@ -16,7 +16,7 @@ use crate::outcome::{Attempt, Kind, Record, Why};
 use crate::ratelimit;
 use crate::redact::Redactor;
 use crate::scope::{self, BreakerNews, Lesson};
-use crate::shared::{Admit, Shared};
+use crate::shared::{Admit, Learned, Shared};
 use crate::sink::{DeliverError, Sink};
 use crate::store::Slot;
 
@@ -132,6 +132,10 @@ struct Run {
 
 /// The longest pause between two looks for a free concurrency slot.
 const SLOT_POLL_MAX: Duration = Duration::from_millis(20);
+/// The longest pause between two looks at another run's probe: a herd of
+/// waiters reads the state 20 times a second each, and learns of the
+/// probe's result within 50 ms.
+const PROBE_POLL_MAX: Duration = Duration::from_millis(50);
 
 impl Loop<'_> {
     pub fn run(
@@ -191,7 +195,7 @@ impl Loop<'_> {
             // Publish first, then sleep (and only then free the slot): other
             // processes of the scope learn of a Retry-After before this one
             // waits on it, and before anyone else can send.
-            let news = self.teach_scope(&attempted, on_event);
+            let learned = self.teach_scope(&attempted, on_event);
             drop(slot);
             let Attempted {
                 judged,
@@ -210,20 +214,10 @@ impl Loop<'_> {
                 attempt: number,
                 elapsed: clock.now() - run.start,
             };
-            match decision::next_step(verdict, server, progress, self.policy, Draw(draw())) {
+            let next = decision::next_step(verdict, server, progress, self.policy, Draw(draw()));
+            match decision::opened_breaker(next, learned.opened) {
                 Next::Stop(stop) => {
                     return run.finish(clock, stop.kind, Why::Decided(stop.why), stop.not_before);
-                }
-                // This attempt opened the scope's breaker: waiting would only
-                // find it open, so say so now, with when it half-opens.
-                Next::Wait(wait) if matches!(news, BreakerNews::Opened { .. }) => {
-                    // Not before the breaker half-opens, nor before the
-                    // server's own delay ends.
-                    let cooldown = self
-                        .shared
-                        .map(|s| s.policy.breaker_cooldown.max(wait.duration));
-                    let why = Why::Decided(StopWhy::CircuitOpen { probing: false });
-                    return run.finish(clock, Kind::CircuitOpen, why, cooldown);
                 }
                 Next::Wait(wait) => {
                     if let Some(last) = run.attempts.last_mut() {
@@ -269,7 +263,7 @@ impl Loop<'_> {
             let elapsed = clock.now() - run.start;
             let left = self.policy.budget.saturating_sub(elapsed);
             let patience = self.policy.max_wait.map_or(left, |m| m.min(left));
-            let (cause, wait) = match shared.admit(patience, !rate_reserved) {
+            let (cause, wait, own) = match shared.admit(patience, !rate_reserved) {
                 Admit::Go => {
                     let slot = self.take_slot(shared, clock, sleeper, run)?;
                     // Waiting for the slot, the gate may have closed again.
@@ -278,11 +272,7 @@ impl Loop<'_> {
                     }
                     continue;
                 }
-                Admit::CircuitOpen { wait, probing } => {
-                    let why = Why::Decided(StopWhy::CircuitOpen { probing });
-                    return Err((Kind::CircuitOpen, why, Some(wait)));
-                }
-                Admit::Wait { wait, cause } => (cause, wait),
+                Admit::Wait { wait, cause, own } => (cause, wait, own),
                 Admit::Unavailable(e) => {
                     let why = Why::Internal(format!(
                         "the shared state is unavailable ({e}) and --state-required is set"
@@ -300,18 +290,52 @@ impl Loop<'_> {
                         retry: number - 1,
                     });
                     let before = clock.now();
-                    let slept = run.sleep(wait.duration, clock, sleeper);
+                    let slept = match cause {
+                        scope::Wait::Probe(_) => {
+                            self.behind_probe(shared, wait.duration, clock, sleeper, run)
+                        }
+                        _ => run.sleep(wait.duration, clock, sleeper),
+                    };
                     let waited = clock.now() - before;
-                    run.scope_waits.push((waited, cause));
+                    // A run's own Retry-After, met again at the gate, is no
+                    // news: its wait is already in the history.
+                    if !own {
+                        run.note_scope_wait(waited, cause);
+                    }
                     if let Err(kind) = slept {
-                        // The gate still holds for whoever calls next.
+                        // The gate, or the open breaker, still holds for
+                        // whoever calls next.
                         let left = wait.duration.saturating_sub(waited);
-                        let gate = matches!(cause, scope::Wait::Gate(_)).then_some(left);
-                        return Err((kind, Why::Cancelled, gate));
+                        let holds =
+                            matches!(cause, scope::Wait::Gate(_) | scope::Wait::HalfOpen(_));
+                        return Err((kind, Why::Cancelled, holds.then_some(left)));
                     }
                     rate_reserved |= cause == scope::Wait::Rate;
                 }
             }
+        }
+    }
+
+    /// Waits behind another run's half-open probe, for at most `limit`:
+    /// until the probe ends, which is when its result (the breaker closed or
+    /// open again) tells this run what to do.
+    fn behind_probe(
+        &self,
+        shared: &Shared,
+        limit: Duration,
+        clock: &dyn Clock,
+        sleeper: &mut dyn Sleeper,
+        run: &mut Run,
+    ) -> Result<(), Kind> {
+        let start = clock.now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let left = limit.saturating_sub(clock.now() - start);
+            if left.is_zero() || !shared.probed_by_another() {
+                return Ok(());
+            }
+            run.sleep(pause.min(left), clock, sleeper)?;
+            pause = (pause * 2).min(PROBE_POLL_MAX);
         }
     }
 
@@ -347,9 +371,9 @@ impl Loop<'_> {
 
     /// What the scope learns from an attempt: a Retry-After or a used-up
     /// quota closes its gate; failures count towards its breaker.
-    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) -> BreakerNews {
+    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) -> Learned {
         let Some(shared) = self.shared else {
-            return BreakerNews::Unchanged;
+            return Learned::default();
         };
         let lesson = Lesson {
             health: scope::health(attempted.observation, &self.policy.retry_on),
@@ -359,11 +383,11 @@ impl Loop<'_> {
             // Retry-After takes precedence over the quota fields.
             quota_reset: attempted.quota.filter(|_| attempted.server.is_none()),
         };
-        let news = shared.learn(&lesson);
-        if news != BreakerNews::Unchanged {
+        let learned = shared.learn(&lesson);
+        for &news in &learned.news {
             on_event(Event::Breaker(news));
         }
-        news
+        learned
     }
 
     /// An HTTP answer: deliver it when it is the result, else keep the start
@@ -531,6 +555,9 @@ fn scope_note(waited: Duration, cause: scope::Wait) -> String {
             "the scope's used-up rate-limit quota"
         }
         scope::Wait::Rate => "--rate",
+        scope::Wait::HalfOpen(scope::Level::Scope) => "the scope's open circuit breaker",
+        scope::Wait::HalfOpen(scope::Level::Endpoint) => "this endpoint's open circuit breaker",
+        scope::Wait::Probe(_) => "another run's probe of an open circuit breaker",
     };
     format!(
         "Waited {:.1} s for {why} before sending.",
@@ -539,6 +566,15 @@ fn scope_note(waited: Duration, cause: scope::Wait) -> String {
 }
 
 impl Run {
+    /// Counts a wait the scope imposed; waits of one cause in a row (the
+    /// looks behind a probe) make one sentence.
+    fn note_scope_wait(&mut self, waited: Duration, cause: scope::Wait) {
+        match self.scope_waits.last_mut() {
+            Some((total, last)) if *last == cause => *total += waited,
+            _ => self.scope_waits.push((waited, cause)),
+        }
+    }
+
     /// Keeps the start of an answer's body that was not delivered (for the
     /// agent object), noting whether there was more.
     fn keep_failed_body(&mut self, mut body: Vec<u8>, limit: u64) {
@@ -611,7 +647,9 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
+    use crate::scope::{Breaker, Millis, Probe, ScopePolicy, ScopeState};
+    use crate::store::Store;
+    use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
     /// A clock that moves only when the fake sleeper or transport says so.
@@ -710,6 +748,60 @@ mod tests {
         answers: Vec<Answer>,
         draw: f64,
         cancel_after: Option<usize>,
+        /// The scope's record at the start, shared through [`Memory`].
+        scope: Option<ScopeState>,
+        elsewhere: Option<Elsewhere>,
+    }
+
+    /// What another process does to the record, and when (ms after the start).
+    type Elsewhere = (u64, fn(&mut ScopeState));
+
+    /// A store in memory on the fake clock, where "another process" may
+    /// change the record at a set time.
+    struct Memory {
+        state: Rc<RefCell<ScopeState>>,
+        time: FakeTime,
+        elsewhere: Cell<Option<Elsewhere>>,
+    }
+
+    impl Memory {
+        fn now(&self) -> Millis {
+            let now = crate::shared::epoch_millis(self.time.wall());
+            if let Some((at, change)) = self.elsewhere.get()
+                && now >= crate::shared::epoch_millis(epoch()) + at
+            {
+                change(&mut self.state.borrow_mut());
+                self.elsewhere.set(None);
+            }
+            now
+        }
+    }
+
+    impl Store for Memory {
+        fn read(&self, _: &str) -> std::io::Result<(ScopeState, Millis)> {
+            let now = self.now();
+            Ok((self.state.borrow().clone(), now))
+        }
+        fn update(
+            &self,
+            _: &str,
+            change: &mut dyn FnMut(&mut ScopeState, Millis),
+        ) -> std::io::Result<()> {
+            let now = self.now();
+            change(&mut self.state.borrow_mut(), now);
+            Ok(())
+        }
+        fn try_slot(&self, _: &str, _: u32, _: Duration) -> std::io::Result<Option<Slot>> {
+            unimplemented!("no --max-concurrent in these tests")
+        }
+        fn take_notes(&self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    /// The epoch time of the fake clock's start plus `ms`.
+    fn at_ms(ms: u64) -> Millis {
+        crate::shared::epoch_millis(epoch()) + ms
     }
 
     impl Case {
@@ -720,12 +812,37 @@ mod tests {
                 answers,
                 draw: 0.0,
                 cancel_after: None,
+                scope: None,
+                elsewhere: None,
             }
         }
 
         fn run(self) -> (Record, Vec<Limits>, Vec<u128>) {
             let mut time = FakeTime::new();
             time.cancel_after = self.cancel_after;
+            let state = Rc::new(RefCell::new(self.scope.clone().unwrap_or_default()));
+            let shared = self.scope.is_some().then(|| {
+                let memory = Memory {
+                    state: Rc::clone(&state),
+                    time: time.clone(),
+                    elsewhere: Cell::new(self.elsewhere),
+                };
+                let policy = ScopePolicy {
+                    rate_interval: None,
+                    breaker_threshold: 5,
+                    breaker_first: Duration::from_millis(500),
+                    breaker_cooldown: Duration::from_secs(30),
+                    probe_ttl: Duration::from_secs(31),
+                };
+                Shared::new(
+                    Box::new(memory),
+                    "s".into(),
+                    "ep".into(),
+                    policy,
+                    None,
+                    false,
+                )
+            });
             let mut transport = Scripted {
                 time: time.clone(),
                 answers: self.answers,
@@ -739,7 +856,7 @@ mod tests {
                 max_time: Duration::from_secs(30),
                 connect_timeout: Duration::from_secs(10),
                 redactor: &redactor,
-                shared: None,
+                shared: shared.as_ref(),
                 require: &[],
                 keep_body: 256,
             };
@@ -882,5 +999,85 @@ mod tests {
         assert_eq!(record.kind, Kind::Succeeded);
         assert_eq!(sleeps, [250]);
         assert_eq!(record.ignored_delays, ["Retry-After: soon"]);
+    }
+
+    fn open_until(ms: u64, interval: Millis) -> ScopeState {
+        ScopeState {
+            breaker: Breaker {
+                open_until: Some(at_ms(ms)),
+                interval,
+                ..Breaker::default()
+            },
+            ..ScopeState::default()
+        }
+    }
+
+    #[test]
+    fn an_open_breaker_is_waited_for_then_probed() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(open_until(2_000, 2_000));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sleeps, [2_000]);
+        assert_eq!(record.waited, Duration::from_secs(2));
+        assert_eq!(
+            record.notes,
+            ["Waited 2.0 s for the scope's open circuit breaker before sending."]
+        );
+    }
+
+    #[test]
+    fn behind_a_probe_the_loop_waits_until_it_ends() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        let mut scope = open_until(0, 1_000);
+        scope.breaker.probe = Some(Probe {
+            holder: "another".into(),
+            expires: at_ms(10_000),
+        });
+        case.scope = Some(scope);
+        // 300 ms in, the other run's probe fails: open for another second.
+        case.elsewhere = Some((300, |s| {
+            s.breaker.probe = None;
+            s.breaker.open_until = Some(at_ms(1_300));
+        }));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(sent.len(), 1);
+        let looks: Vec<u128> = sleeps.iter().copied().take_while(|&ms| ms <= 50).collect();
+        assert_eq!(&looks[..7], [1, 2, 4, 8, 16, 32, 50]);
+        let behind: u128 = looks.iter().sum();
+        assert!((300..350).contains(&behind), "{sleeps:?}");
+        assert_eq!(sleeps.iter().sum::<u128>(), 1_300, "{sleeps:?}");
+        assert_eq!(record.notes.len(), 2, "{:?}", record.notes);
+    }
+
+    #[test]
+    fn a_half_open_moment_beyond_the_budget_ends_circuit_open_unsent() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(open_until(120_000, 30_000));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind, Kind::CircuitOpen);
+        assert!(sent.is_empty() && sleeps.is_empty());
+        assert_eq!(
+            record.next_allowed_at,
+            Some(epoch() + Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn a_failed_probe_with_no_attempts_left_ends_circuit_open() {
+        // The host is still unreachable.
+        let mut case = Case::new(vec![Err(Phase::BeforeSend)]);
+        case.policy.attempts = 1;
+        case.scope = Some(open_until(0, 1_000));
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind, Kind::CircuitOpen);
+        assert_eq!(sent.len(), 1);
+        // Open again for twice as long, from the answer 10 ms in.
+        assert_eq!(
+            record.next_allowed_at,
+            Some(epoch() + Duration::from_millis(10 + 2_000))
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! What one scope (an API key, an origin) remembers across processes, and the
 //! pure rules over it: the Retry-After gate, pacing from rate-limit headers,
 //! `--rate` (the generic cell rate algorithm, one timestamp per scope), and
-//! the circuit breaker with its single half-open probe. Times are wall-clock
-//! milliseconds since the epoch, because they are shared between processes.
+//! the circuit breakers (the scope's, and one per failing endpoint) with
+//! their single half-open probe. Times are wall-clock milliseconds since the
+//! epoch, because they are shared between processes.
 
 use std::time::Duration;
 
@@ -41,11 +42,19 @@ pub struct ScopeState {
     pub next_allowed_at: Option<Millis>,
     /// Why the gate is closed, for the outcome's reason.
     pub gate_cause: Option<GateCause>,
+    /// The process whose lesson last moved the gate: a run that meets its own
+    /// Retry-After again at the gate was not held by another request.
+    pub gate_by: Option<String>,
     /// `--rate`: the theoretical arrival time of the next request.
     pub rate_tat: Option<Millis>,
     /// `--rate`: the latest request of the scope that was let go.
     pub rate_last: Option<LetGo>,
+    /// The scope's breaker: its hosts failing before a request reached them
+    /// (refused, unreachable, timed-out or TLS-failed connections).
     pub breaker: Breaker,
+    /// The breakers of single endpoints (a method and a path) whose answers
+    /// failed: one failing endpoint does not hold back the healthy ones.
+    pub endpoints: Vec<EndpointBreaker>,
     /// Requests (by fingerprint) that keep failing the same way.
     pub repeats: Vec<Repeat>,
     /// Idempotency keys kept per task (`--task`), by hashed task id.
@@ -144,18 +153,44 @@ pub enum GateCause {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Breaker {
-    /// Consecutive failed attempts of the scope.
+    /// Consecutive failed attempts.
     pub failures: u32,
     /// Open until then; half-open after.
     pub open_until: Option<Millis>,
     /// The one process allowed to probe while half-open, and until when.
     pub probe: Option<Probe>,
+    /// How long it stayed open last time without a server delay: each failed
+    /// probe doubles it, up to the cooldown, so that an open breaker is a
+    /// backoff the whole scope shares. 0 in records of older versions.
+    pub interval: Millis,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probe {
     pub holder: String,
     pub expires: Millis,
+}
+
+/// One endpoint's breaker. The endpoint is a hash of the method and the URL
+/// without its query, never kept in clear: a path may hold a secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointBreaker {
+    pub endpoint: String,
+    /// When it last changed: the least recently used goes first.
+    pub last: Millis,
+    pub breaker: Breaker,
+}
+
+/// Enough failing endpoints per scope for any client; the oldest go first.
+const MAX_ENDPOINTS: usize = 64;
+
+/// Which breaker a wait or a change is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The whole scope's: its hosts cannot be reached.
+    Scope,
+    /// This request's endpoint (its method and path): it answers with failures.
+    Endpoint,
 }
 
 /// The scope-wide settings of a run.
@@ -165,6 +200,10 @@ pub struct ScopePolicy {
     pub rate_interval: Option<Duration>,
     /// `--breaker N`; 0 turns it off.
     pub breaker_threshold: u32,
+    /// How long an open breaker stays open at first when the failures gave
+    /// no server delay: the run's own first backoff step.
+    pub breaker_first: Duration,
+    /// The longest it stays open between two probes without a server delay.
     pub breaker_cooldown: Duration,
     /// How long a half-open probe may take before another process may probe.
     pub probe_ttl: Duration,
@@ -175,10 +214,8 @@ pub struct ScopePolicy {
 pub enum Admission {
     /// Send at `at` (now or later: a `--rate` slot reserved for this process).
     Go { at: Millis, probe: bool },
-    /// The gate is closed until `until`; ask again then.
+    /// Not before `until`; ask again then.
     Wait { until: Millis, cause: Wait },
-    /// The breaker is open (or another process is probing) until `until`.
-    CircuitOpen { until: Millis, probing: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,44 +223,118 @@ pub enum Wait {
     Gate(GateCause),
     /// The next `--rate` slot is beyond the deadline.
     Rate,
+    /// A breaker is open: its half-open moment, when one probe may go.
+    HalfOpen(Level),
+    /// Another process holds the half-open probe, at most until `until`.
+    Probe(Level),
 }
 
-/// Decides whether process `me` may send now, reserving a `--rate` slot and
-/// claiming the half-open probe as it goes. `deadline` is the latest time
-/// the caller could still send: a rate slot past it is not reserved.
-/// `reserve_rate` is false when this attempt already holds its slot.
+/// Where a breaker stands for process `me` at `now`.
+enum Door {
+    Closed,
+    Open { until: Millis },
+    Probing { until: Millis },
+    HalfOpen,
+}
+
+impl Breaker {
+    fn door(&self, now: Millis, me: &str) -> Door {
+        match (self.open_until, &self.probe) {
+            (None, _) => Door::Closed,
+            (Some(until), _) if now < until => Door::Open { until },
+            (Some(_), Some(p)) if p.holder != me && p.expires > now => {
+                Door::Probing { until: p.expires }
+            }
+            (Some(_), _) => Door::HalfOpen,
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.open_until.is_some()
+    }
+
+    fn probed_by(&self, me: &str) -> bool {
+        self.probe.as_ref().is_some_and(|p| p.holder == me)
+    }
+}
+
+/// The scope's breaker and every endpoint's.
+fn breakers(state: &ScopeState) -> impl Iterator<Item = &Breaker> {
+    std::iter::once(&state.breaker).chain(state.endpoints.iter().map(|e| &e.breaker))
+}
+
+fn endpoint_breaker<'a>(state: &'a ScopeState, endpoint: &str) -> Option<&'a Breaker> {
+    state
+        .endpoints
+        .iter()
+        .find(|e| e.endpoint == endpoint)
+        .map(|e| &e.breaker)
+}
+
+/// Decides whether process `me`, sending to `endpoint` (a hash), may send
+/// now, reserving a `--rate` slot and claiming half-open probes as it goes.
+/// `deadline` is the latest time the caller could still send: a rate slot
+/// past it is not reserved. `reserve_rate` is false when this attempt
+/// already holds its slot.
 pub fn admit(
     state: &mut ScopeState,
     now: Millis,
     deadline: Millis,
     policy: &ScopePolicy,
     me: &str,
+    endpoint: &str,
     reserve_rate: bool,
 ) -> Admission {
+    let doors = [
+        (Level::Scope, state.breaker.door(now, me)),
+        (
+            Level::Endpoint,
+            endpoint_breaker(state, endpoint).map_or(Door::Closed, |b| b.door(now, me)),
+        ),
+    ];
+    // An open breaker holds everyone until its half-open moment (and never
+    // lets a probe go before the server's own delay ends); only then does a
+    // probe in flight hold the others, until it ends.
+    let gate = state.next_allowed_at.unwrap_or(0);
+    let latest = |want_open: bool| {
+        doors
+            .iter()
+            .filter_map(|(level, door)| match *door {
+                Door::Open { until } if want_open => Some((until.max(gate), *level)),
+                Door::Probing { until } if !want_open => Some((until, *level)),
+                _ => None,
+            })
+            .max_by_key(|&(until, _)| until)
+    };
+    if let Some((until, level)) = latest(true) {
+        return Admission::Wait {
+            until,
+            cause: Wait::HalfOpen(level),
+        };
+    }
+    if let Some((until, level)) = latest(false) {
+        return Admission::Wait {
+            until,
+            cause: Wait::Probe(level),
+        };
+    }
     let mut probe = false;
-    if let Some(open_until) = state.breaker.open_until {
-        if now < open_until {
-            // Not before the server's own delay ends either.
-            let gate = state.next_allowed_at.unwrap_or(0);
-            return Admission::CircuitOpen {
-                until: open_until.max(gate),
-                probing: false,
+    for (level, door) in &doors {
+        if matches!(door, Door::HalfOpen) {
+            let claim = Probe {
+                holder: me.to_string(),
+                expires: now.saturating_add(millis(policy.probe_ttl)),
             };
-        }
-        match &state.breaker.probe {
-            Some(p) if p.holder != me && p.expires > now => {
-                return Admission::CircuitOpen {
-                    until: p.expires,
-                    probing: true,
-                };
+            match level {
+                Level::Scope => state.breaker.probe = Some(claim),
+                Level::Endpoint => {
+                    if let Some(e) = state.endpoints.iter_mut().find(|e| e.endpoint == endpoint) {
+                        e.breaker.probe = Some(claim);
+                        e.last = now;
+                    }
+                }
             }
-            _ => {
-                state.breaker.probe = Some(Probe {
-                    holder: me.to_string(),
-                    expires: now.saturating_add(millis(policy.probe_ttl)),
-                });
-                probe = true;
-            }
+            probe = true;
         }
     }
     if let Some(until) = state.next_allowed_at.filter(|&t| t > now) {
@@ -271,6 +382,20 @@ pub fn admit(
     Admission::Go { at, probe }
 }
 
+/// Whether another process holds a live half-open probe that `me`, sending
+/// to `endpoint`, is waiting behind.
+pub fn probed_by_another(state: &ScopeState, now: Millis, me: &str, endpoint: &str) -> bool {
+    [Some(&state.breaker), endpoint_breaker(state, endpoint)]
+        .into_iter()
+        .flatten()
+        .any(|b| matches!(b.door(now, me), Door::Probing { .. }))
+}
+
+/// Whether this process closed the gate itself, with its own last answer.
+pub fn own_gate(state: &ScopeState, me: &str) -> bool {
+    state.gate_by.as_deref() == Some(me)
+}
+
 /// How long a backend with expiring keys must keep this record: until the
 /// last time it mentions, plus ten idle minutes (so a breaker's count of
 /// recent failures survives a pause), after which an idle scope vanishes.
@@ -279,8 +404,10 @@ pub fn keep_for(state: &ScopeState, now: Millis) -> Duration {
     let latest = [
         state.next_allowed_at,
         state.rate_tat,
-        state.breaker.open_until,
-        state.breaker.probe.as_ref().map(|p| p.expires),
+        breakers(state)
+            .flat_map(|b| [b.open_until, b.probe.as_ref().map(|p| p.expires)])
+            .flatten()
+            .max(),
         state
             .repeats
             .iter()
@@ -295,11 +422,20 @@ pub fn keep_for(state: &ScopeState, now: Millis) -> Duration {
     Duration::from_millis(latest.saturating_sub(now)) + IDLE
 }
 
-/// Whether a request is worth reading the state for at all: the fast path of
-/// a run with nothing shared to honour. With `--rate` there always is, since
-/// every request is written down as it goes (`rate_last`).
-pub fn is_idle(state: &ScopeState, now: Millis, policy: &ScopePolicy) -> bool {
-    policy.rate_interval.is_none() && state.breaker.open_until.is_none() && gate_open(state, now)
+/// Whether a request to `endpoint` is worth reading the state for at all:
+/// the fast path of a run with nothing shared to honour. With `--rate` there
+/// always is, since every request is written down as it goes (`rate_last`).
+pub fn is_idle(state: &ScopeState, now: Millis, policy: &ScopePolicy, endpoint: &str) -> bool {
+    policy.rate_interval.is_none()
+        && !state.breaker.is_open()
+        && !endpoint_breaker(state, endpoint).is_some_and(Breaker::is_open)
+        && gate_open(state, now)
+}
+
+/// Whether an attempt that went well can teach the breakers of `endpoint`
+/// nothing: neither is counting failures.
+pub fn breakers_quiet(state: &ScopeState, endpoint: &str) -> bool {
+    state.breaker == Breaker::default() && endpoint_breaker(state, endpoint).is_none()
 }
 
 /// Whether the Retry-After (or quota) gate lets a request through now.
@@ -307,14 +443,18 @@ pub fn gate_open(state: &ScopeState, now: Millis) -> bool {
     state.next_allowed_at.is_none_or(|t| t <= now)
 }
 
-/// How an attempt bears on the breaker.
+/// How an attempt bears on the breakers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Health {
-    /// A retryable 5xx or a transport failure.
-    Failure,
+    /// Nothing reached the host (refused, unreachable, connect timeout, TLS):
+    /// a failure of the whole scope.
+    HostDown,
+    /// The host took the request and this endpoint failed it (a retryable
+    /// 5xx, a reset or timeout after sending): the host itself is up.
+    EndpointFailed,
     /// The server answered: it is up.
     Alive,
-    /// 429: the gate handles it; it neither trips nor resets the count.
+    /// 429: the gate handles it; it neither trips nor resets the endpoint's count.
     Limited,
 }
 
@@ -322,10 +462,11 @@ pub fn health(observation: Observation, retry_on: &[u16]) -> Health {
     match observation {
         Observation::Status { status: 429, .. } => Health::Limited,
         Observation::Status { status, .. } if status >= 500 && retry_on.contains(&status) => {
-            Health::Failure
+            Health::EndpointFailed
         }
         Observation::Status { .. } => Health::Alive,
-        Observation::Transport(Phase::BeforeSend | Phase::AfterSend) => Health::Failure,
+        Observation::Transport(Phase::BeforeSend) => Health::HostDown,
+        Observation::Transport(Phase::AfterSend) => Health::EndpointFailed,
         Observation::Transport(Phase::Final) => Health::Alive,
     }
 }
@@ -341,82 +482,189 @@ pub struct Lesson {
     pub quota_reset: Option<Duration>,
 }
 
-/// The breaker's state after a lesson, for `-v`.
+/// A breaker that changed state, for `-v` and for the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BreakerNews {
-    Unchanged,
-    Opened { until: Millis },
-    Closed,
+    Opened { until: Millis, level: Level },
+    Closed { level: Level },
 }
 
-/// Learns from one attempt: moves the gate forward (never back), and counts
-/// the breaker. A half-open probe's result decides for everyone.
+/// What an attempt says of one breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Said {
+    Failed,
+    Alive,
+    /// Answered, but 429: closes a half-open breaker, counts nothing.
+    Limited,
+    /// The attempt never got far enough to say (the host was down).
+    Nothing,
+}
+
+/// Moves the gate forward (never back), and teaches both breakers of the
+/// request's endpoint. A half-open probe's result decides for everyone.
 pub fn learn(
     state: &mut ScopeState,
     now: Millis,
     lesson: &Lesson,
     policy: &ScopePolicy,
     me: &str,
-) -> BreakerNews {
+    endpoint: &str,
+) -> Vec<BreakerNews> {
     let gate = [
         (lesson.retry_after, GateCause::RetryAfter),
         (lesson.quota_reset, GateCause::QuotaExhausted),
     ];
     for (delay, cause) in gate {
-        // One millisecond more than the delay: `now` is rounded down.
-        let until = delay.map(|d| now.saturating_add(millis(d)).saturating_add(1));
-        if let Some(until) = until.filter(|&u| u > state.next_allowed_at.unwrap_or(0)) {
+        if let Some(until) = delay
+            .map(|d| after(now, d))
+            .filter(|&u| u > state.next_allowed_at.unwrap_or(0))
+        {
             state.next_allowed_at = Some(until);
             state.gate_cause = Some(cause);
+            state.gate_by = Some(me.to_string());
         }
     }
     if state.next_allowed_at.is_some_and(|t| t <= now) {
         state.next_allowed_at = None;
         state.gate_cause = None;
+        state.gate_by = None;
     }
     if policy.breaker_threshold == 0 {
-        return BreakerNews::Unchanged;
+        return Vec::new();
     }
-    let breaker = &mut state.breaker;
-    let probing = breaker.probe.as_ref().is_some_and(|p| p.holder == me);
-    let open = |breaker: &mut Breaker| {
-        let until = now.saturating_add(millis(policy.breaker_cooldown));
-        *breaker = Breaker {
-            failures: 0,
-            open_until: Some(until),
-            probe: None,
-        };
-        BreakerNews::Opened { until }
+    let (of_scope, of_endpoint) = match lesson.health {
+        Health::HostDown => (Said::Failed, Said::Nothing),
+        Health::EndpointFailed => (Said::Alive, Said::Failed),
+        Health::Alive => (Said::Alive, Said::Alive),
+        Health::Limited => (Said::Alive, Said::Limited),
     };
-    match lesson.health {
-        Health::Failure if probing => open(breaker),
-        Health::Failure => {
-            breaker.failures = breaker.failures.saturating_add(1);
-            if breaker.failures >= policy.breaker_threshold {
-                open(breaker)
-            } else {
-                BreakerNews::Unchanged
-            }
+    let mut news = Vec::new();
+    let mut teach = |breaker: &mut Breaker, said, level| {
+        if let Some(change) = breaker.learn(said, now, lesson.retry_after, policy, me, level) {
+            news.push(change);
         }
-        Health::Alive | Health::Limited
-            if probing || breaker.open_until.is_some_and(|t| t <= now) =>
-        {
-            *breaker = Breaker::default();
-            BreakerNews::Closed
-        }
-        Health::Alive => {
-            breaker.failures = 0;
-            BreakerNews::Unchanged
-        }
-        Health::Limited => BreakerNews::Unchanged,
+    };
+    teach(&mut state.breaker, of_scope, Level::Scope);
+    let known = state.endpoints.iter().position(|e| e.endpoint == endpoint);
+    if known.is_some() || of_endpoint == Said::Failed {
+        let i = known.unwrap_or_else(|| {
+            state.endpoints.push(EndpointBreaker {
+                endpoint: endpoint.to_string(),
+                last: now,
+                breaker: Breaker::default(),
+            });
+            state.endpoints.len() - 1
+        });
+        let entry = &mut state.endpoints[i];
+        teach(&mut entry.breaker, of_endpoint, Level::Endpoint);
+        entry.last = now;
+        tidy_endpoints(state, now);
+    }
+    news
+}
+
+/// `now` plus `delay`, and one millisecond more: `now` is rounded down, and
+/// a moment computed from a server's delay must never be early.
+fn after(now: Millis, delay: Duration) -> Millis {
+    now.saturating_add(millis(delay)).saturating_add(1)
+}
+
+/// Endpoints with nothing to remember are dropped; so are those idle for
+/// longer than the failures would count, and the least recent beyond the bound.
+fn tidy_endpoints(state: &mut ScopeState, now: Millis) {
+    state.endpoints.retain(|e| {
+        let latest = e.last.max(e.breaker.open_until.unwrap_or(0));
+        e.breaker != Breaker::default() && now.saturating_sub(latest) <= millis(REPEAT_WINDOW)
+    });
+    while state.endpoints.len() > MAX_ENDPOINTS {
+        let oldest = (0..state.endpoints.len())
+            .min_by_key(|&i| state.endpoints[i].last)
+            .expect("the list is not empty");
+        state.endpoints.remove(oldest);
     }
 }
 
-/// Gives the probe back when its holder ends without a verdict (budget,
+impl Breaker {
+    fn learn(
+        &mut self,
+        said: Said,
+        now: Millis,
+        server: Option<Duration>,
+        policy: &ScopePolicy,
+        me: &str,
+        level: Level,
+    ) -> Option<BreakerNews> {
+        let probing = self.probed_by(me);
+        match said {
+            Said::Failed if probing => {
+                // The probe failed: open again, twice as long as last time.
+                let first = millis(policy.breaker_first).max(1);
+                let doubled = self.interval.max(first).saturating_mul(2);
+                Some(self.open(doubled, now, server, policy, level))
+            }
+            // Already open: the probe, not a latecomer, decides when it ends.
+            Said::Failed if self.is_open() => None,
+            Said::Failed => {
+                self.failures = self.failures.saturating_add(1);
+                (self.failures >= policy.breaker_threshold).then(|| {
+                    let first = millis(policy.breaker_first).max(1);
+                    self.open(first, now, server, policy, level)
+                })
+            }
+            Said::Alive | Said::Limited if probing || self.open_until.is_some_and(|t| t <= now) => {
+                *self = Breaker::default();
+                Some(BreakerNews::Closed { level })
+            }
+            Said::Alive => {
+                self.failures = 0;
+                None
+            }
+            Said::Limited => None,
+            Said::Nothing => {
+                // Nothing was learnt: the next process may probe at once.
+                if probing {
+                    self.probe = None;
+                }
+                None
+            }
+        }
+    }
+
+    /// Opens for `interval` (capped at the cooldown), or for exactly the
+    /// server's delay when the failing answer gave one: never later than it.
+    fn open(
+        &mut self,
+        interval: Millis,
+        now: Millis,
+        server: Option<Duration>,
+        policy: &ScopePolicy,
+        level: Level,
+    ) -> BreakerNews {
+        let interval = interval.min(millis(policy.breaker_cooldown).max(1));
+        let until = server.map_or(now.saturating_add(interval), |d| after(now, d));
+        *self = Breaker {
+            failures: 0,
+            open_until: Some(until),
+            probe: None,
+            interval,
+        };
+        BreakerNews::Opened { until, level }
+    }
+}
+
+/// Whether `me` holds a half-open probe of any breaker of the scope.
+pub fn holds_probe(state: &ScopeState, me: &str) -> bool {
+    breakers(state).any(|b| b.probed_by(me))
+}
+
+/// Gives back the probes `me` holds when it ends without a verdict (budget,
 /// cancellation), so that the next process may probe at once.
 pub fn release(state: &mut ScopeState, me: &str) {
-    if state.breaker.probe.as_ref().is_some_and(|p| p.holder == me) {
-        state.breaker.probe = None;
+    let endpoints = state.endpoints.iter_mut().map(|e| &mut e.breaker);
+    for breaker in std::iter::once(&mut state.breaker).chain(endpoints) {
+        if breaker.probed_by(me) {
+            breaker.probe = None;
+        }
     }
 }
 
@@ -428,12 +676,15 @@ mod tests {
         ScopePolicy {
             rate_interval: None,
             breaker_threshold: 3,
+            breaker_first: Duration::from_secs(1),
             breaker_cooldown: Duration::from_secs(30),
             probe_ttl: Duration::from_secs(10),
         }
     }
 
     const FAR: Millis = u64::MAX;
+    /// The endpoint (a hash, as the rules see it) most tests send to.
+    const EP: &str = "ep-a";
 
     fn lesson(health: Health) -> Lesson {
         Lesson {
@@ -448,7 +699,7 @@ mod tests {
         let p = policy();
         let mut s = ScopeState::default();
         assert_eq!(
-            admit(&mut s, 1000, FAR, &p, "a", true),
+            admit(&mut s, 1000, FAR, &p, "a", EP, true),
             Admission::Go {
                 at: 1000,
                 probe: false
@@ -458,21 +709,21 @@ mod tests {
             retry_after: Some(Duration::from_millis(19_999)),
             ..lesson(Health::Limited)
         };
-        learn(&mut s, 1000, &l, &p, "a");
+        learn(&mut s, 1000, &l, &p, "a", EP);
         let earlier = Lesson {
             retry_after: Some(Duration::from_millis(2_999)),
             ..lesson(Health::Limited)
         };
-        learn(&mut s, 2000, &earlier, &p, "b");
+        learn(&mut s, 2000, &earlier, &p, "b", EP);
         assert_eq!(s.next_allowed_at, Some(21_000));
         let wait = Admission::Wait {
             until: 21_000,
             cause: Wait::Gate(GateCause::RetryAfter),
         };
-        assert_eq!(admit(&mut s, 3000, FAR, &p, "c", true), wait);
-        assert!(!is_idle(&s, 3000, &p));
+        assert_eq!(admit(&mut s, 3000, FAR, &p, "c", EP, true), wait);
+        assert!(!is_idle(&s, 3000, &p, EP));
         assert_eq!(
-            admit(&mut s, 21_000, FAR, &p, "c", true),
+            admit(&mut s, 21_000, FAR, &p, "c", EP, true),
             Admission::Go {
                 at: 21_000,
                 probe: false
@@ -482,12 +733,12 @@ mod tests {
             quota_reset: Some(Duration::from_millis(9_999)),
             ..lesson(Health::Alive)
         };
-        learn(&mut s, 30_000, &quota, &p, "d");
+        learn(&mut s, 30_000, &quota, &p, "d", EP);
         assert_eq!(s.gate_cause, Some(GateCause::QuotaExhausted));
         // A gate in the past is cleaned away.
-        learn(&mut s, 50_000, &lesson(Health::Alive), &p, "d");
+        learn(&mut s, 50_000, &lesson(Health::Alive), &p, "d", EP);
         assert_eq!(s.next_allowed_at, None);
-        assert!(is_idle(&s, 50_000, &p));
+        assert!(is_idle(&s, 50_000, &p, EP));
     }
 
     #[test]
@@ -499,36 +750,36 @@ mod tests {
         let mut s = ScopeState::default();
         // x goes at once, y reserves the slot at 1200, z the one at 1400.
         assert!(matches!(
-            admit(&mut s, 1000, FAR, &p, "x", true),
+            admit(&mut s, 1000, FAR, &p, "x", EP, true),
             Admission::Go { at: 1000, .. }
         ));
         assert!(matches!(
-            admit(&mut s, 1000, FAR, &p, "y", true),
+            admit(&mut s, 1000, FAR, &p, "y", EP, true),
             Admission::Go { at: 1200, .. }
         ));
         assert!(matches!(
-            admit(&mut s, 1000, FAR, &p, "z", true),
+            admit(&mut s, 1000, FAR, &p, "z", EP, true),
             Admission::Go { at: 1400, .. }
         ));
         // y wakes 150 ms late; z, on time, must keep one interval after y.
         assert!(matches!(
-            admit(&mut s, 1350, FAR, &p, "y", false),
+            admit(&mut s, 1350, FAR, &p, "y", EP, false),
             Admission::Go { at: 1350, .. }
         ));
         assert_eq!(
-            admit(&mut s, 1400, FAR, &p, "z", false),
+            admit(&mut s, 1400, FAR, &p, "z", EP, false),
             Admission::Wait {
                 until: 1550,
                 cause: Wait::Rate
             }
         );
         assert!(matches!(
-            admit(&mut s, 1550, FAR, &p, "z", false),
+            admit(&mut s, 1550, FAR, &p, "z", EP, false),
             Admission::Go { at: 1550, .. }
         ));
         // A newcomer reserves no slot sooner than an interval after z.
         assert!(matches!(
-            admit(&mut s, 1560, FAR, &p, "w", true),
+            admit(&mut s, 1560, FAR, &p, "w", EP, true),
             Admission::Go { at: 1750, .. }
         ));
     }
@@ -550,38 +801,294 @@ mod tests {
         };
         let mut s = ScopeState::default();
         assert_eq!(
-            admit(&mut s, 1000, FAR, &p, "x", true),
+            admit(&mut s, 1000, FAR, &p, "x", EP, true),
             Admission::Go {
                 at: 1000,
                 probe: false
             }
         );
         assert_eq!(
-            admit(&mut s, 1000, FAR, &p, "x", false),
+            admit(&mut s, 1000, FAR, &p, "x", EP, false),
             Admission::Go {
                 at: 1000,
                 probe: false
             }
         );
         assert_eq!(s.rate_tat, Some(1200));
-        assert!(!is_idle(&s, 1000, &p));
+        assert!(!is_idle(&s, 1000, &p, EP));
+    }
+
+    /// The moment a breaker half-opens, or what else the scope said.
+    fn half_opens(s: &mut ScopeState, now: Millis, me: &str) -> Result<Millis, Admission> {
+        match admit(s, now, FAR, &policy(), me, EP, true) {
+            Admission::Wait {
+                until,
+                cause: Wait::HalfOpen(_),
+            } => Ok(until),
+            other => Err(other),
+        }
+    }
+
+    fn opened(until: Millis, level: Level) -> Vec<BreakerNews> {
+        vec![BreakerNews::Opened { until, level }]
     }
 
     #[test]
-    fn an_open_breaker_never_reopens_before_the_servers_delay() {
+    fn a_breaker_half_opens_exactly_when_the_server_said() {
         let p = policy();
         let mut s = ScopeState::default();
         let l = Lesson {
-            retry_after: Some(Duration::from_secs(60)),
-            ..lesson(Health::Failure)
+            retry_after: Some(Duration::from_millis(1_000)),
+            ..lesson(Health::EndpointFailed)
         };
+        for _ in 0..2 {
+            assert_eq!(learn(&mut s, 0, &l, &p, "a", EP), vec![]);
+        }
+        // A 503 with Retry-After: 1 opens it for that second, not for the cooldown.
+        assert_eq!(
+            learn(&mut s, 0, &l, &p, "a", EP),
+            opened(1_001, Level::Endpoint)
+        );
+        assert_eq!(half_opens(&mut s, 500, "b"), Ok(1_001));
+        assert!(matches!(
+            admit(&mut s, 1_001, FAR, &p, "b", EP, true),
+            Admission::Go { probe: true, .. }
+        ));
+        // A probe answered with a longer delay: open for exactly that long.
+        let longer = Lesson {
+            retry_after: Some(Duration::from_secs(60)),
+            ..lesson(Health::EndpointFailed)
+        };
+        assert_eq!(
+            learn(&mut s, 2_000, &longer, &p, "b", EP),
+            opened(62_001, Level::Endpoint)
+        );
+        assert_eq!(half_opens(&mut s, 3_000, "c"), Ok(62_001));
+    }
+
+    #[test]
+    fn without_a_server_delay_the_breaker_is_a_shared_backoff() {
+        let p = policy();
+        let mut s = ScopeState::default();
+        for _ in 0..2 {
+            learn(&mut s, 0, &lesson(Health::EndpointFailed), &p, "a", EP);
+        }
+        // 429 neither trips nor resets.
+        learn(&mut s, 0, &lesson(Health::Limited), &p, "a", EP);
+        assert_eq!(
+            learn(&mut s, 0, &lesson(Health::EndpointFailed), &p, "a", EP),
+            opened(1_000, Level::Endpoint),
+            "open for the first backoff step, not the cooldown"
+        );
+        // Every failed probe doubles the interval, up to the cooldown.
+        let mut now = 1_000;
+        let mut intervals = vec![];
+        for _ in 0..7 {
+            let at = half_opens(&mut s, now - 1, "b").unwrap();
+            assert!(matches!(
+                admit(&mut s, at, FAR, &p, "b", EP, true),
+                Admission::Go { probe: true, .. }
+            ));
+            let Some(BreakerNews::Opened { until, .. }) = learn(
+                &mut s,
+                at + 10,
+                &lesson(Health::EndpointFailed),
+                &p,
+                "b",
+                EP,
+            )
+            .pop() else {
+                panic!("the failed probe reopens it")
+            };
+            intervals.push(until - (at + 10));
+            now = until;
+        }
+        assert_eq!(
+            intervals,
+            [2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]
+        );
+        // A success closes it, and the next opening starts short again.
+        assert!(matches!(
+            admit(&mut s, now, FAR, &p, "c", EP, true),
+            Admission::Go { probe: true, .. }
+        ));
+        assert_eq!(
+            learn(&mut s, now, &lesson(Health::Alive), &p, "c", EP),
+            vec![BreakerNews::Closed {
+                level: Level::Endpoint
+            }]
+        );
+        assert!(s.endpoints.is_empty() && breakers_quiet(&s, EP));
         for _ in 0..3 {
-            learn(&mut s, 0, &l, &p, "a");
+            learn(&mut s, now, &lesson(Health::EndpointFailed), &p, "c", EP);
         }
-        match admit(&mut s, 1000, FAR, &p, "b", true) {
-            Admission::CircuitOpen { until, .. } => assert!(until > 60_000, "{until}"),
-            other => panic!("{other:?}"),
+        assert_eq!(half_opens(&mut s, now, "d"), Ok(now + 1_000));
+    }
+
+    #[test]
+    fn one_probe_at_a_time_the_others_wait_behind_it() {
+        let p = policy();
+        let mut s = ScopeState::default();
+        for _ in 0..3 {
+            learn(&mut s, 0, &lesson(Health::HostDown), &p, "a", EP);
         }
+        assert_eq!(half_opens(&mut s, 10, "b"), Ok(1_000));
+        assert!(matches!(
+            admit(&mut s, 1_000, FAR, &p, "b", EP, true),
+            Admission::Go { probe: true, .. }
+        ));
+        assert_eq!(
+            admit(&mut s, 1_100, FAR, &p, "c", "ep-other", true),
+            Admission::Wait {
+                until: 11_000,
+                cause: Wait::Probe(Level::Scope)
+            }
+        );
+        assert!(probed_by_another(&s, 1_100, "c", "ep-other"));
+        assert!(!probed_by_another(&s, 1_100, "b", EP), "not behind its own");
+        // A latecomer's failure does not cut the open time short or long.
+        learn(&mut s, 1_200, &lesson(Health::HostDown), &p, "c", EP);
+        assert_eq!(s.breaker.open_until, Some(1_000));
+        assert_eq!(
+            learn(&mut s, 1_300, &lesson(Health::Alive), &p, "b", EP),
+            vec![BreakerNews::Closed {
+                level: Level::Scope
+            }]
+        );
+        assert!(!probed_by_another(&s, 1_300, "c", EP));
+        assert_eq!(
+            admit(&mut s, 1_300, FAR, &p, "c", EP, true),
+            Admission::Go {
+                at: 1_300,
+                probe: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_failing_endpoint_does_not_hold_back_the_others() {
+        let p = policy();
+        let mut s = ScopeState::default();
+        for _ in 0..3 {
+            learn(&mut s, 0, &lesson(Health::EndpointFailed), &p, "a", EP);
+        }
+        assert_eq!(half_opens(&mut s, 10, "b"), Ok(1_000));
+        assert!(is_idle(&s, 10, &p, "ep-b"));
+        assert_eq!(
+            admit(&mut s, 10, FAR, &p, "b", "ep-b", true),
+            Admission::Go {
+                at: 10,
+                probe: false
+            }
+        );
+        // The host answered: its own count is untouched by endpoint failures.
+        assert_eq!(s.breaker, Breaker::default());
+        // A host that cannot be reached holds back every endpoint.
+        for _ in 0..3 {
+            learn(&mut s, 20, &lesson(Health::HostDown), &p, "b", "ep-b");
+        }
+        assert_eq!(
+            admit(&mut s, 30, FAR, &p, "c", "ep-c", true),
+            Admission::Wait {
+                until: 1_020,
+                cause: Wait::HalfOpen(Level::Scope)
+            }
+        );
+        // Both open: the later moment, of whichever breaker holds it.
+        assert_eq!(
+            admit(&mut s, 30, FAR, &p, "c", EP, true),
+            Admission::Wait {
+                until: 1_020,
+                cause: Wait::HalfOpen(Level::Scope)
+            }
+        );
+        // An answer from any endpoint shows the host is up again.
+        assert!(matches!(
+            admit(&mut s, 1_020, FAR, &p, "c", "ep-c", true),
+            Admission::Go { probe: true, .. }
+        ));
+        let news = learn(
+            &mut s,
+            1_030,
+            &lesson(Health::EndpointFailed),
+            &p,
+            "c",
+            "ep-c",
+        );
+        assert_eq!(
+            news,
+            vec![BreakerNews::Closed {
+                level: Level::Scope
+            }]
+        );
+    }
+
+    #[test]
+    fn a_host_failure_during_an_endpoint_probe_passes_the_probe_on() {
+        let p = policy();
+        let mut s = ScopeState::default();
+        for _ in 0..3 {
+            learn(&mut s, 0, &lesson(Health::EndpointFailed), &p, "a", EP);
+        }
+        assert!(matches!(
+            admit(&mut s, 1_000, FAR, &p, "b", EP, true),
+            Admission::Go { probe: true, .. }
+        ));
+        assert_eq!(
+            learn(&mut s, 1_010, &lesson(Health::HostDown), &p, "b", EP),
+            vec![]
+        );
+        assert!(matches!(
+            admit(&mut s, 1_020, FAR, &p, "c", EP, true),
+            Admission::Go { probe: true, .. }
+        ));
+    }
+
+    #[test]
+    fn endpoint_breakers_are_bounded_and_forgotten() {
+        let p = policy();
+        let mut s = ScopeState::default();
+        for i in 0..100 {
+            learn(
+                &mut s,
+                i,
+                &lesson(Health::EndpointFailed),
+                &p,
+                "a",
+                &format!("ep-{i}"),
+            );
+        }
+        assert_eq!(s.endpoints.len(), MAX_ENDPOINTS);
+        assert_eq!(s.endpoints[0].endpoint, "ep-36", "the oldest went first");
+        learn(&mut s, 200, &lesson(Health::Alive), &p, "a", "ep-99");
+        assert_eq!(s.endpoints.len(), MAX_ENDPOINTS - 1, "a success forgets");
+        let later = 100 + millis(REPEAT_WINDOW) + 1;
+        learn(
+            &mut s,
+            later,
+            &lesson(Health::EndpointFailed),
+            &p,
+            "a",
+            "ep-new",
+        );
+        assert_eq!(s.endpoints.len(), 1, "idle counts expire");
+    }
+
+    #[test]
+    fn older_breaker_records_still_work() {
+        let s: ScopeState =
+            serde_json::from_str(r#"{"breaker":{"failures":0,"open_until":5000,"probe":null}}"#)
+                .unwrap();
+        let mut s = s;
+        assert_eq!(s.breaker.interval, 0);
+        assert!(s.endpoints.is_empty());
+        assert_eq!(half_opens(&mut s, 10, "a"), Ok(5_000));
+        admit(&mut s, 5_000, FAR, &policy(), "a", EP, true);
+        // No interval kept: the reopening doubles the first step.
+        assert_eq!(
+            learn(&mut s, 5_000, &lesson(Health::HostDown), &policy(), "a", EP),
+            opened(7_000, Level::Scope)
+        );
     }
 
     #[test]
@@ -592,7 +1099,7 @@ mod tests {
         };
         let mut s = ScopeState::default();
         let slots: Vec<_> = (0..5)
-            .map(|_| match admit(&mut s, 1000, FAR, &p, "x", true) {
+            .map(|_| match admit(&mut s, 1000, FAR, &p, "x", EP, true) {
                 Admission::Go { at, .. } => at,
                 other => panic!("{other:?}"),
             })
@@ -600,7 +1107,7 @@ mod tests {
         assert_eq!(slots, [1000, 1200, 1400, 1600, 1800]);
         // A slot beyond the deadline is not reserved.
         assert_eq!(
-            admit(&mut s, 1000, 1500, &p, "x", true),
+            admit(&mut s, 1000, 1500, &p, "x", EP, true),
             Admission::Wait {
                 until: 2000,
                 cause: Wait::Rate
@@ -609,14 +1116,14 @@ mod tests {
         assert_eq!(s.rate_tat, Some(2000));
         // After a quiet spell there is no credit for a burst either.
         assert_eq!(
-            admit(&mut s, 9000, FAR, &p, "x", true),
+            admit(&mut s, 9000, FAR, &p, "x", EP, true),
             Admission::Go {
                 at: 9000,
                 probe: false
             }
         );
         assert_eq!(
-            admit(&mut s, 9000, FAR, &p, "x", true),
+            admit(&mut s, 9000, FAR, &p, "x", EP, true),
             Admission::Go {
                 at: 9200,
                 probe: false
@@ -625,86 +1132,39 @@ mod tests {
     }
 
     #[test]
-    fn the_breaker_opens_probes_once_and_closes() {
-        let p = policy();
-        let mut s = ScopeState::default();
-        for _ in 0..2 {
-            assert_eq!(
-                learn(&mut s, 0, &lesson(Health::Failure), &p, "a"),
-                BreakerNews::Unchanged
-            );
-        }
-        // 429 neither trips nor resets.
-        learn(&mut s, 0, &lesson(Health::Limited), &p, "a");
-        assert_eq!(s.breaker.failures, 2);
-        assert_eq!(
-            learn(&mut s, 1000, &lesson(Health::Failure), &p, "b"),
-            BreakerNews::Opened { until: 31_000 }
-        );
-        assert_eq!(
-            admit(&mut s, 2000, FAR, &p, "c", true),
-            Admission::CircuitOpen {
-                until: 31_000,
-                probing: false
-            }
-        );
-        // Half-open: one probe, the others still see it open.
-        assert_eq!(
-            admit(&mut s, 31_000, FAR, &p, "c", true),
-            Admission::Go {
-                at: 31_000,
-                probe: true
-            }
-        );
-        assert_eq!(
-            admit(&mut s, 31_500, FAR, &p, "d", true),
-            Admission::CircuitOpen {
-                until: 41_000,
-                probing: true
-            }
-        );
-        // The probe fails: open again for a cooldown.
-        assert_eq!(
-            learn(&mut s, 32_000, &lesson(Health::Failure), &p, "c"),
-            BreakerNews::Opened { until: 62_000 }
-        );
-        assert_eq!(
-            admit(&mut s, 62_000, FAR, &p, "d", true),
-            Admission::Go {
-                at: 62_000,
-                probe: true
-            }
-        );
-        assert_eq!(
-            learn(&mut s, 62_100, &lesson(Health::Alive), &p, "d"),
-            BreakerNews::Closed
-        );
-        assert_eq!(s.breaker, Breaker::default());
-    }
-
-    #[test]
     fn an_abandoned_probe_passes_on() {
         let p = policy();
         let mut s = ScopeState {
             breaker: Breaker {
-                failures: 0,
                 open_until: Some(0),
-                probe: None,
+                ..Breaker::default()
             },
             ..ScopeState::default()
         };
         assert!(matches!(
-            admit(&mut s, 10, FAR, &p, "a", true),
+            admit(&mut s, 10, FAR, &p, "a", EP, true),
             Admission::Go { probe: true, .. }
         ));
         release(&mut s, "a");
         assert!(matches!(
-            admit(&mut s, 20, FAR, &p, "b", true),
+            admit(&mut s, 20, FAR, &p, "b", EP, true),
             Admission::Go { probe: true, .. }
         ));
         // A probe that never reports expires.
         assert!(matches!(
-            admit(&mut s, 20 + 10_000, FAR, &p, "c", true),
+            admit(&mut s, 20 + 10_000, FAR, &p, "c", EP, true),
+            Admission::Go { probe: true, .. }
+        ));
+        // An endpoint's probe is given back too.
+        for _ in 0..3 {
+            learn(&mut s, 20_000, &lesson(Health::EndpointFailed), &p, "d", EP);
+        }
+        admit(&mut s, 21_000, FAR, &p, "d", EP, true);
+        assert!(holds_probe(&s, "d"));
+        release(&mut s, "d");
+        assert!(!holds_probe(&s, "d"));
+        assert!(matches!(
+            admit(&mut s, 21_000, FAR, &p, "e", EP, true),
             Admission::Go { probe: true, .. }
         ));
     }
@@ -716,18 +1176,18 @@ mod tests {
             status,
             should_retry: None,
         };
-        assert_eq!(health(status(503), &retry_on), Health::Failure);
+        assert_eq!(health(status(503), &retry_on), Health::EndpointFailed);
         assert_eq!(health(status(429), &retry_on), Health::Limited);
         assert_eq!(health(status(501), &retry_on), Health::Alive);
         assert_eq!(health(status(404), &retry_on), Health::Alive);
         assert_eq!(health(status(200), &retry_on), Health::Alive);
         assert_eq!(
             health(Observation::Transport(Phase::BeforeSend), &retry_on),
-            Health::Failure
+            Health::HostDown
         );
         assert_eq!(
             health(Observation::Transport(Phase::AfterSend), &retry_on),
-            Health::Failure
+            Health::EndpointFailed
         );
     }
 
@@ -739,9 +1199,11 @@ mod tests {
         };
         let mut s = ScopeState::default();
         for _ in 0..10 {
-            learn(&mut s, 0, &lesson(Health::Failure), &p, "a");
+            learn(&mut s, 0, &lesson(Health::HostDown), &p, "a", EP);
+            learn(&mut s, 0, &lesson(Health::EndpointFailed), &p, "a", EP);
         }
         assert_eq!(s.breaker, Breaker::default());
+        assert!(s.endpoints.is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::scope::{self, Admission, BreakerNews, Lesson, Millis, ScopePolicy, ScopeState};
+use crate::scope::{self, Admission, BreakerNews, Lesson, Level, Millis, ScopePolicy, ScopeState};
 use crate::store::{Slot, Store};
 
 /// Wall-clock time in milliseconds, rounded down: compared with a gate, it
@@ -21,19 +21,24 @@ pub fn epoch_millis(t: SystemTime) -> Millis {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admit {
     Go,
-    /// Wait this long: for the gate (then ask again), or for a `--rate` slot
-    /// (reserved for this process when it fits the patience given).
+    /// Wait this long: for the gate or a breaker (then ask again), or for a
+    /// `--rate` slot (reserved for this process when it fits the patience
+    /// given). `own`: the gate holds this process's own last Retry-After.
     Wait {
         wait: Duration,
         cause: scope::Wait,
-    },
-    /// The breaker is open, or another process is probing it, for this long.
-    CircuitOpen {
-        wait: Duration,
-        probing: bool,
+        own: bool,
     },
     /// The store failed and `--state-required` forbids going on without it.
     Unavailable(String),
+}
+
+/// What the scope made of an attempt.
+#[derive(Debug, Default)]
+pub struct Learned {
+    pub news: Vec<BreakerNews>,
+    /// A breaker this attempt opened: how long until it half-opens.
+    pub opened: Option<(Duration, Level)>,
 }
 
 pub struct Shared {
@@ -43,6 +48,8 @@ pub struct Shared {
     pub max_concurrent: Option<u32>,
     /// This process, as the holder of a half-open probe.
     me: String,
+    /// The request's endpoint (hashed), for its own breaker.
+    endpoint: String,
     /// The record as last seen, to skip writes that would change nothing.
     seen: RefCell<ScopeState>,
     notes: RefCell<Vec<String>>,
@@ -60,6 +67,7 @@ impl Shared {
     pub fn new(
         store: Box<dyn Store>,
         name: String,
+        endpoint: String,
         policy: ScopePolicy,
         max_concurrent: Option<u32>,
         required: bool,
@@ -70,6 +78,7 @@ impl Shared {
             policy,
             max_concurrent,
             me: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
+            endpoint,
             seen: RefCell::default(),
             notes: RefCell::default(),
             required,
@@ -141,7 +150,7 @@ impl Shared {
         let Some((state, now)) = self.read() else {
             return self.unavailable();
         };
-        let idle = scope::is_idle(&state, now, &self.policy);
+        let idle = scope::is_idle(&state, now, &self.policy, &self.endpoint);
         *self.seen.borrow_mut() = state;
         if idle {
             return Admit::Go;
@@ -149,19 +158,26 @@ impl Shared {
         let mut admit = Admit::Go;
         let updated = self.update(&mut |state, now| {
             let deadline = now.saturating_add(scope::millis(patience));
-            admit = match scope::admit(state, now, deadline, &self.policy, &self.me, reserve_rate) {
+            let admission = scope::admit(
+                state,
+                now,
+                deadline,
+                &self.policy,
+                &self.me,
+                &self.endpoint,
+                reserve_rate,
+            );
+            admit = match admission {
                 Admission::Go { at, .. } if at <= now => Admit::Go,
                 Admission::Go { at, .. } => Admit::Wait {
                     wait: after(now, at),
                     cause: scope::Wait::Rate,
+                    own: false,
                 },
                 Admission::Wait { until, cause } => Admit::Wait {
                     wait: after(now, until),
                     cause,
-                },
-                Admission::CircuitOpen { until, probing } => Admit::CircuitOpen {
-                    wait: after(now, until),
-                    probing,
+                    own: matches!(cause, scope::Wait::Gate(_)) && scope::own_gate(state, &self.me),
                 },
             };
         });
@@ -175,24 +191,41 @@ impl Shared {
             .is_none_or(|(state, now)| scope::gate_open(&state, now))
     }
 
+    /// Whether another process is still probing a breaker this one waits on
+    /// (a store that cannot be read holds no one back).
+    pub fn probed_by_another(&self) -> bool {
+        self.read().is_some_and(|(state, now)| {
+            scope::probed_by_another(&state, now, &self.me, &self.endpoint)
+        })
+    }
+
     /// Publishes what an attempt taught (before the process sleeps on it).
-    pub fn learn(&self, lesson: &Lesson) -> BreakerNews {
+    pub fn learn(&self, lesson: &Lesson) -> Learned {
         let trivial = {
             let seen = self.seen.borrow();
             lesson.health == scope::Health::Alive
                 && lesson.retry_after.is_none()
                 && lesson.quota_reset.is_none()
                 && seen.next_allowed_at.is_none()
-                && seen.breaker == scope::Breaker::default()
+                && scope::breakers_quiet(&seen, &self.endpoint)
         };
+        let mut learned = Learned::default();
         if trivial {
-            return BreakerNews::Unchanged;
+            return learned;
         }
-        let mut news = BreakerNews::Unchanged;
         self.update(&mut |state, now| {
-            news = scope::learn(state, now, lesson, &self.policy, &self.me)
+            let news = scope::learn(state, now, lesson, &self.policy, &self.me, &self.endpoint);
+            // Relative to the store's clock, which set the moment.
+            learned.opened = news
+                .iter()
+                .filter_map(|n| match *n {
+                    BreakerNews::Opened { until, level } => Some((after(now, until), level)),
+                    BreakerNews::Closed { .. } => None,
+                })
+                .max_by_key(|&(wait, _)| wait);
+            learned.news = news;
         });
-        news
+        learned
     }
 
     /// Takes a concurrency slot for at most `lease` if `--max-concurrent` is
@@ -208,16 +241,9 @@ impl Shared {
         }
     }
 
-    /// At the end of a run: gives back a probe this process claimed but never used.
+    /// At the end of a run: gives back the probes this process claimed but never used.
     pub fn release(&self) {
-        let holds_probe = self
-            .seen
-            .borrow()
-            .breaker
-            .probe
-            .as_ref()
-            .is_some_and(|p| p.holder == self.me);
-        if holds_probe {
+        if scope::holds_probe(&self.seen.borrow(), &self.me) {
             self.update(&mut |state, _| scope::release(state, &self.me));
         }
     }

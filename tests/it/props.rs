@@ -8,11 +8,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use abide::decision::{
     Draw, Next, Observation, Phase, Policy, Progress, Replay, Verdict, WaitCause, classify,
-    next_step, scope_step,
+    next_step, opened_breaker, scope_step,
 };
 use abide::delay::{self, DelaySource, MAX_SERVER_DELAY, ServerDelay};
 use abide::outcome::Kind;
-use abide::scope::{GateCause, Wait as ScopeWait};
+use abide::scope::{GateCause, Level, Wait as ScopeWait};
 use proptest::prelude::*;
 
 /// Durations from nothing to past any budget, weighted towards the small.
@@ -58,6 +58,18 @@ fn server_delay() -> impl Strategy<Value = ServerDelay> {
         Just(DelaySource::RetryAfterDate),
     ];
     (duration(), source).prop_map(|(delay, source)| ServerDelay { delay, source })
+}
+
+fn scope_wait() -> impl Strategy<Value = ScopeWait> {
+    prop_oneof![
+        Just(ScopeWait::Rate),
+        Just(ScopeWait::Gate(GateCause::RetryAfter)),
+        Just(ScopeWait::Gate(GateCause::QuotaExhausted)),
+        Just(ScopeWait::HalfOpen(Level::Scope)),
+        Just(ScopeWait::HalfOpen(Level::Endpoint)),
+        Just(ScopeWait::Probe(Level::Scope)),
+        Just(ScopeWait::Probe(Level::Endpoint)),
+    ]
 }
 
 fn draw() -> impl Strategy<Value = f64> {
@@ -165,18 +177,24 @@ proptest! {
     }
 
     #[test]
-    fn a_scope_gate_is_never_cut_short_and_never_overstays(
+    fn a_scope_wait_is_never_cut_short_and_never_overstays(
         policy in policy(),
         gate in duration(),
         elapsed in duration(),
         unit in draw(),
-        rate in any::<bool>(),
+        cause in scope_wait(),
     ) {
-        let cause = if rate { ScopeWait::Rate } else { ScopeWait::Gate(GateCause::RetryAfter) };
+        let probe = matches!(cause, ScopeWait::Probe(_));
+        let breaker = probe || matches!(cause, ScopeWait::HalfOpen(_));
         match scope_step(cause, gate, elapsed, &policy, Draw(unit)) {
             Next::Wait(wait) => {
-                prop_assert!(wait.duration >= gate);
-                if rate {
+                if probe {
+                    // Until the other run's probe ends: never past its expiry.
+                    prop_assert!(wait.duration <= gate);
+                } else {
+                    prop_assert!(wait.duration >= gate);
+                }
+                if cause == ScopeWait::Rate {
                     prop_assert_eq!(wait.duration, gate, "a --rate slot is waited exactly");
                 }
                 if let Some(max_wait) = policy.max_wait {
@@ -185,10 +203,44 @@ proptest! {
                 prop_assert!(wait.duration < left(&policy, elapsed));
             }
             Next::Stop(stop) => {
-                prop_assert_eq!(stop.kind, Kind::BudgetExhausted);
+                let kind = if breaker { Kind::CircuitOpen } else { Kind::BudgetExhausted };
+                prop_assert_eq!(stop.kind, kind);
                 prop_assert_eq!(stop.not_before, Some(gate));
-                let over_max_wait = policy.max_wait.is_some_and(|m| gate > m);
-                prop_assert!(over_max_wait || gate >= left(&policy, elapsed));
+                let patience = policy.max_wait.map_or(left(&policy, elapsed), |m| m.min(left(&policy, elapsed)));
+                if probe {
+                    prop_assert!(patience <= Duration::from_millis(1), "it waits behind a probe while it may");
+                } else {
+                    let over_max_wait = policy.max_wait.is_some_and(|m| gate > m);
+                    prop_assert!(over_max_wait || gate >= left(&policy, elapsed));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_that_opened_a_breaker_never_comes_back_before_it_half_opens(
+        policy in policy(),
+        server in proptest::option::of(server_delay()),
+        attempt in 1u32..12,
+        elapsed in duration(),
+        unit in draw(),
+        half_open in duration(),
+    ) {
+        let progress = Progress { attempt, elapsed };
+        let plain = next_step(Verdict::Retryable, server, progress, &policy, Draw(unit));
+        match opened_breaker(plain.clone(), Some((half_open, Level::Endpoint))) {
+            Next::Wait(wait) => prop_assert_eq!(Next::Wait(wait), plain, "it goes on as it would"),
+            Next::Stop(stop) => {
+                let Next::Stop(plain) = plain else { panic!("a wait became a stop") };
+                if plain.kind == Kind::RetryExhausted {
+                    prop_assert_eq!(stop.kind, Kind::CircuitOpen);
+                }
+                if stop.kind == Kind::CircuitOpen {
+                    prop_assert!(stop.not_before >= Some(half_open));
+                    prop_assert!(stop.not_before >= plain.not_before);
+                } else {
+                    prop_assert_eq!(stop, plain);
+                }
             }
         }
     }

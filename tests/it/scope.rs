@@ -1,12 +1,13 @@
 //! Shared scope state: several real `abide` processes against one lab, on
 //! one temporary state directory, judged by the lab's timeline.
 
+use std::io::Write;
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::util::Backend;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use abide::lab::Step;
+use abide::lab::{Lab, LabConfig, Script, Step};
 
 use crate::util::*;
 
@@ -40,7 +41,13 @@ on_both_backends!(
     rate_limit_headers_pace_the_next_run,
     rate_holds_for_ten_processes_started_at_once,
     max_concurrent_is_never_exceeded,
-    the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes,
+    the_breaker_opens_for_the_servers_delay_lets_one_probe_through_and_closes,
+    a_run_waits_out_an_open_breaker_and_succeeds,
+    twenty_runs_send_one_probe_per_interval,
+    a_failed_probe_ends_circuit_open_with_the_next_half_open_time,
+    a_failing_endpoint_does_not_hold_back_the_others,
+    an_unreachable_host_holds_back_the_whole_scope,
+    a_runs_own_retry_after_is_not_blamed_on_another_request,
     a_named_scope_groups_different_urls,
     the_gate_holds_after_a_rate_wait,
     the_gate_holds_after_a_slot_wait,
@@ -243,59 +250,316 @@ fn max_concurrent_is_never_exceeded(b: &Backend) {
     assert_eq!(lab.max_in_flight(), 2);
 }
 
-fn the_breaker_opens_refuses_unsent_lets_one_probe_through_and_closes(b: &Backend) {
+/// How long after `since` (the lab's clock) the outcome says the caller may come back.
+fn next_allowed_after(run: &Run, since: SystemTime) -> Duration {
+    let at = run.outcome()["next_allowed_at"]
+        .as_str()
+        .map(|t| humantime::parse_rfc3339(t).unwrap())
+        .unwrap_or_else(|| panic!("no next_allowed_at: {}", run.stderr));
+    at.duration_since(since).unwrap_or_default()
+}
+
+fn the_breaker_opens_for_the_servers_delay_lets_one_probe_through_and_closes(b: &Backend) {
     let lab = scripted(vec![
         Step::new(503),
         Step::new(503),
-        Step::new(503),
+        Step::new(503).header("Retry-After", "2"),
         Step::new(200).delay(MS(300)),
         Step::new(200),
     ]);
-    let args = [
-        "--breaker",
-        "3",
-        "--breaker-cooldown",
-        "1s",
-        "--backoff",
-        "10ms",
-        "--attempts",
-        "6",
-    ];
     let url = lab.url();
     let with = |extra: &[&str]| {
-        let mut all: Vec<&str> = args.to_vec();
+        let mut all = vec!["--breaker", "3", "--backoff", "10ms"];
         all.extend_from_slice(extra);
         all.push(&url);
         b.abide(&all)
     };
-    // Its own failures reach the threshold: the run ends CIRCUIT_OPEN.
-    let first = finish(with(&[]), b"");
+    // Its last attempt opened the breaker: CIRCUIT_OPEN, for the server's
+    // 2 s and not for the 30 s cooldown.
+    let first = finish(with(&["--attempts", "3"]), b"");
     assert_eq!(first.code, 6, "{}", first.stderr);
     assert_eq!(first.outcome()["attempts"], 3);
-    assert_eq!(lab.records().len(), 3);
-    // While open: nothing sent, an immediate answer with the half-open time.
-    let refused = finish(with(&[]), b"");
-    assert_eq!(refused.code, 6);
+    let answered = lab.records()[2].time;
+    let half_open = next_allowed_after(&first, answered);
+    assert!(
+        half_open >= MS(2000) && half_open < MS(2500),
+        "half-opens {half_open:?} after the answer"
+    );
+    // A half-open moment beyond --max-wait: at once, nothing sent.
+    let refused = finish(with(&["--max-wait", "1s"]), b"");
+    assert_eq!(refused.code, 6, "{}", refused.stderr);
     let o = refused.outcome();
     assert_eq!(o["attempts"], 0);
-    assert_eq!(o["outcome"], "CIRCUIT_OPEN");
-    assert!(o["next_allowed_at"].is_string());
+    assert!(o["elapsed_ms"].as_u64().unwrap() < 500, "{o}");
+    // The same moment (give or take the rounding of two clocks' milliseconds).
+    let same = next_allowed_after(&refused, answered);
+    assert!(
+        same.abs_diff(half_open) <= MS(5),
+        "{same:?} vs {half_open:?}"
+    );
     assert_eq!(lab.records().len(), 3);
-    std::thread::sleep(MS(1100));
-    // Half-open: of five at once, exactly one probes.
+    // Five runs that may wait: they wait for the moment, one probes, the
+    // others wait behind its 300 ms, then find the breaker closed.
     let runs = wait_all((0..5).map(|_| spawn(with(&[]))).collect());
-    let sent: Vec<u64> = runs
-        .iter()
-        .map(|r| r.outcome()["attempts"].as_u64().unwrap())
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let records = lab.records();
+    assert_eq!(records.len(), 8);
+    let answered = records[2].at;
+    assert!(
+        records[3].at - answered >= MS(2000),
+        "probed {:?} after the Retry-After",
+        records[3].at - answered
+    );
+    for r in &records[4..] {
+        assert!(
+            r.at - records[3].at >= MS(300),
+            "a request beside the probe, {:?} after it",
+            r.at - records[3].at
+        );
+    }
+}
+
+fn a_run_waits_out_an_open_breaker_and_succeeds(b: &Backend) {
+    let mut steps = vec![Step::new(503); 7];
+    steps.push(Step::new(200));
+    let lab = scripted(steps);
+    let dir = temp_dir("breaker-log");
+    let log = dir.join("log.jsonl");
+    // The README's "replacing a curl loop" flags, with backoff steps short
+    // enough that the breaker's own waits show.
+    let run = finish(
+        b.abide(&[
+            "--budget",
+            "5m",
+            "--attempts",
+            "20",
+            "--backoff",
+            "100ms",
+            "--backoff-max",
+            "100ms",
+            "-v",
+            "--log",
+            log.to_str().unwrap(),
+            &lab.url(),
+        ]),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.outcome()["attempts"], 8);
+    let records = lab.records();
+    assert_eq!(records.len(), 8);
+    // Opened by the fifth failure for 100 ms, then 200 and 400 ms after each
+    // failed probe: a backoff, not a refusal.
+    let gaps = gaps(&records);
+    for (i, least) in [(4, 100), (5, 200), (6, 400)] {
+        assert!(gaps[i] >= MS(least), "gap {i}: {:?}", gaps);
+    }
+    assert!(gaps[6] < MS(1500), "{gaps:?}");
+    assert!(
+        run.stderr.contains("circuit breaker of this endpoint") && run.stderr.contains("closed"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("open circuit breaker, until it lets a probe through"),
+        "{}",
+        run.stderr
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged
+            .lines()
+            .any(|l| l.contains("\"wait\"") && l.contains("open circuit breaker")),
+        "{logged}"
+    );
+    assert!(run.outcome()["waited_ms"].as_u64().unwrap() >= 600);
+}
+
+/// One process and its own breaker: the file backend is enough.
+#[test]
+fn a_service_that_starts_later_is_reached() {
+    let b = &Backend::files("later");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let started = Instant::now();
+    // Its backoff starts at 100 ms, so that five refused connections come
+    // well before the service does.
+    let run = spawn(b.abide(&[
+        "--attempts",
+        "100",
+        "--budget",
+        "30s",
+        "--backoff",
+        "100ms",
+        &url,
+    ]));
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(started.elapsed()));
+    let lab = Lab::start(
+        port,
+        LabConfig {
+            script: Some(Script::new(vec![Step::new(200)])),
+            ..LabConfig::default()
+        },
+    )
+    .expect("the port is still free");
+    let listening = Instant::now();
+    let run = wait_all(vec![run]).remove(0);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let reached = listening.elapsed().saturating_sub(run_tail(&run));
+    assert!(
+        reached < Duration::from_secs(10),
+        "reached {reached:?} after it started"
+    );
+    assert!(run.outcome()["attempts"].as_u64().unwrap() > 5);
+    assert_eq!(lab.records().len(), 1);
+    // The next run is not refused either.
+    assert_eq!(finish(b.abide(&[&url]), b"").code, 0);
+}
+
+/// How long a successful run went on after its last request's answer.
+fn run_tail(run: &Run) -> Duration {
+    let o = run.outcome();
+    let last = o["history"].as_array().unwrap().last().unwrap()["elapsed_ms"]
+        .as_u64()
+        .unwrap();
+    MS(o["elapsed_ms"].as_u64().unwrap().saturating_sub(last))
+}
+
+fn twenty_runs_send_one_probe_per_interval(b: &Backend) {
+    let lab = scripted(vec![Step::new(503)]);
+    // One failure opens it (for the first backoff step, 500 ms).
+    let first = finish(
+        b.abide(&["--breaker", "1", "--attempts", "1", &lab.url()]),
+        b"",
+    );
+    assert_eq!(first.code, 6, "{}", first.stderr);
+    let runs = wait_all(
+        (0..20)
+            .map(|_| spawn(b.abide(&["--budget", "10s", &lab.url()])))
+            .collect(),
+    );
+    let records = lab.records();
+    let sent = records.len() - 1;
+    // Probes 500 ms, 1, 2 and 4 s apart; then the next is beyond the budget.
+    assert!(
+        (2..=15).contains(&sent),
+        "{sent} requests: {:?}",
+        gaps(&records)
+    );
+    for gap in gaps(&records) {
+        assert!(gap >= MS(400), "two probes {gap:?} apart");
+    }
+    for r in &runs {
+        assert_eq!(r.code, 6, "{}", r.stderr);
+        assert!(r.outcome()["next_allowed_at"].is_string());
+    }
+}
+
+fn a_failed_probe_ends_circuit_open_with_the_next_half_open_time(b: &Backend) {
+    let lab = scripted(vec![Step::new(503)]);
+    let with = |extra: &[&str]| {
+        let mut all = vec!["--breaker", "1", "--attempts", "1", "--backoff", "200ms"];
+        all.extend_from_slice(extra);
+        b.abide(&all)
+    };
+    let first = finish(with(&[&lab.url()]), b"");
+    assert_eq!(first.code, 6, "{}", first.stderr);
+    std::thread::sleep(MS(250));
+    // Half-open: this run is the probe, and it fails.
+    let probe = finish(with(&[&lab.url()]), b"");
+    assert_eq!(probe.code, 6, "{}", probe.stderr);
+    assert_eq!(probe.outcome()["attempts"], 1);
+    assert_eq!(lab.records().len(), 2);
+    // Open again, twice as long.
+    let next = next_allowed_after(&probe, lab.records()[1].time);
+    assert!(next >= MS(400) && next < MS(800), "{next:?}");
+}
+
+/// A server whose `/status/500` answers 500 and every other path 200; it
+/// counts what it was asked, by path.
+fn status_server() -> (Raw, Arc<Mutex<Vec<String>>>) {
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&paths);
+    let server = raw(move |mut stream| {
+        let head = read_head(&stream);
+        let path = head
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        let status = if path == "/status/500" { 500 } else { 200 };
+        seen.lock().unwrap().push(path);
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        );
+    });
+    (server, paths)
+}
+
+fn a_failing_endpoint_does_not_hold_back_the_others(b: &Backend) {
+    let (server, paths) = status_server();
+    let failing = format!("{}/status/500", server.url());
+    // One attempt a run, and a breaker that opens for its first backoff step, 3 s.
+    let with =
+        |extra: &[&str]| b.abide(&[&["--attempts", "1", "--backoff", "3s"][..], extra].concat());
+    let codes: Vec<i32> = (0..5)
+        .map(|_| finish(with(&[&failing]), b"").code)
         .collect();
-    assert_eq!(sent.iter().sum::<u64>(), 1, "{sent:?}");
-    assert_eq!(runs.iter().filter(|r| r.code == 0).count(), 1);
-    assert_eq!(runs.iter().filter(|r| r.code == 6).count(), 4);
-    assert_eq!(lab.records().len(), 4);
-    // The probe succeeded: closed for everyone.
-    let after = finish(with(&[]), b"");
-    assert_eq!(after.code, 0, "{}", after.stderr);
-    assert_eq!(lab.records().len(), 5);
+    // The fifth failure opens the breaker, for that endpoint only.
+    assert_eq!(codes, [4, 4, 4, 4, 6]);
+    let again = finish(with(&["--max-wait", "1s", &failing]), b"");
+    assert_eq!(again.code, 6, "{}", again.stderr);
+    assert_eq!(again.outcome()["attempts"], 0);
+    let healthy = format!("{}/status/200", server.url());
+    let run = finish(b.abide(&["--max-wait", "1ms", &healthy]), b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.outcome()["waited_ms"], 0);
+    assert_eq!(paths.lock().unwrap().last().unwrap(), "/status/200");
+}
+
+fn an_unreachable_host_holds_back_the_whole_scope(b: &Backend) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Refused five times: the scope's breaker opens for 3 s (its first step).
+    let url = format!("http://127.0.0.1:{port}/a");
+    let codes: Vec<i32> = (0..5)
+        .map(|_| finish(b.abide(&["--attempts", "1", "--backoff", "3s", &url]), b"").code)
+        .collect();
+    assert_eq!(codes, [4, 4, 4, 4, 6]);
+    let other = finish(
+        b.abide(&["--max-wait", "1s", &format!("http://127.0.0.1:{port}/b")]),
+        b"",
+    );
+    assert_eq!(other.code, 6, "{}", other.stderr);
+    let o = other.outcome();
+    assert_eq!(o["attempts"], 0);
+    assert!(
+        o["instruction"].as_str().unwrap().starts_with(&format!(
+            "The circuit breaker of the API at http://127.0.0.1:{port} is open."
+        )),
+        "{o}"
+    );
+}
+
+fn a_runs_own_retry_after_is_not_blamed_on_another_request(b: &Backend) {
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "1"),
+        Step::new(200),
+    ]);
+    let run = finish(b.abide(&["--jitter", "0", &lab.url()]), b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.outcome()["reason"], "200 OK after 2 attempt(s).");
 }
 
 #[test]
