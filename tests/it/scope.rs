@@ -57,14 +57,7 @@ fn spawn(mut cmd: Command) -> Child {
 fn wait_all(children: Vec<Child>) -> Vec<Run> {
     children
         .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            Run {
-                code: out.status.code().unwrap_or(-1),
-                stdout: out.stdout,
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            }
-        })
+        .map(|c| Run::of(c.wait_with_output().unwrap()))
         .collect()
 }
 

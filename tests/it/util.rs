@@ -3,8 +3,9 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver};
@@ -27,12 +28,29 @@ pub fn scripted(steps: Vec<Step>) -> Lab {
 
 /// What one run of the binary left behind.
 pub struct Run {
+    /// -1 when a signal ended the process.
     pub code: i32,
+    /// The signal that ended the process, if one did.
+    pub signal: Option<i32>,
     pub stdout: Vec<u8>,
     pub stderr: String,
 }
 
 impl Run {
+    pub fn new(status: ExitStatus, stdout: Vec<u8>, stderr: String) -> Run {
+        Run {
+            code: status.code().unwrap_or(-1),
+            signal: status.signal(),
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn of(out: Output) -> Run {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        Run::new(out.status, out.stdout, stderr)
+    }
+
     /// The outcome line: the last line of stderr, parsed.
     pub fn outcome(&self) -> Value {
         let line = self.stderr.lines().last().unwrap_or_default();
@@ -72,12 +90,7 @@ pub fn finish(mut cmd: Command, stdin: &[u8]) -> Run {
         .spawn()
         .expect("abide starts");
     child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Run::of(child.wait_with_output().unwrap())
 }
 
 /// Time between consecutive requests the lab recorded.
@@ -422,10 +435,6 @@ impl Live {
     pub fn finish(mut self) -> Run {
         let status = self.child.wait().unwrap();
         self.seen.extend(self.lines.iter());
-        Run {
-            code: status.code().unwrap_or(-1),
-            stdout: self.stdout.join().unwrap(),
-            stderr: self.seen.join("\n"),
-        }
+        Run::new(status, self.stdout.join().unwrap(), self.seen.join("\n"))
     }
 }
