@@ -112,7 +112,7 @@ fn fetch(cli: &Cli) -> Kind {
         Err(e) => return usage(&format!("cannot open --log: {e}"), agent),
     };
     let (shared, mut state_failure) = open_shared(&plan);
-    let refusal = match (&state_failure, &shared) {
+    let mut refusal = match (&state_failure, &shared) {
         (Some(e), _) if plan.state_required => Some(format!(
             "the shared state is unavailable ({e}) and --state-required is set"
         )),
@@ -125,22 +125,21 @@ fn fetch(cli: &Cli) -> Kind {
         )),
         _ => None,
     };
+    if let (None, Some(task), Some(shared)) = (&refusal, plan.task.clone(), &shared) {
+        // Kept before anything is sent, so that a crash and a rerun reuse it.
+        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
+        match shared.task_key(&task, &fresh, plan.task_ttl) {
+            Ok(key) => plan.set_idempotency_key(key),
+            Err(e) => {
+                refusal = Some(format!(
+                    "--task: the scope state cannot keep the idempotency key ({e})"
+                ));
+            }
+        }
+    }
     if let Some(why) = refusal {
         let record = Record::unsent(Kind::InternalError, Why::Internal(why));
         return finish(&plan, record, None, &mut audit, agent);
-    }
-    if let (Some(task), Some(shared)) = (&plan.task, &shared) {
-        // Kept before anything is sent, so that a crash and a rerun reuse it.
-        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
-        match shared.task_key(task, &fresh, plan.task_ttl) {
-            Some(key) => plan.set_idempotency_key(key),
-            None => {
-                return usage(
-                    "--task: the scope state cannot keep the key (see -v)",
-                    agent,
-                );
-            }
-        }
     }
     let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
         Ok(http) => http,

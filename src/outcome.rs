@@ -256,8 +256,11 @@ fn seconds(d: Duration) -> f64 {
     ms(d) as f64 / 1000.0
 }
 
+/// RFC 3339 in UTC; a time past year 9999, which it cannot write, as the
+/// last moment it can.
 pub fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
+    let latest = std::time::UNIX_EPOCH + Duration::from_millis(scope::LATEST);
+    humantime::format_rfc3339_millis(t.min(latest)).to_string()
 }
 
 impl Line {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use redis::{Connection, RedisError, Script};
 
-use super::{Slot, Store, scope_hash};
+use super::{Slot, Store, decode, scope_hash};
 use crate::scope::{self, Millis, ScopeState};
 
 /// A transaction that keeps losing to other processes gives up after this
@@ -88,7 +88,7 @@ impl RedisStore {
     fn parse(&self, raw: Option<Vec<u8>>) -> ScopeState {
         match raw {
             None => ScopeState::default(),
-            Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            Some(bytes) => decode(&bytes).unwrap_or_else(|e| {
                 self.notes.borrow_mut().push(format!(
                     "the scope's record in Redis is unreadable ({e}); treating it as empty"
                 ));
