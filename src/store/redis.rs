@@ -15,7 +15,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::{Connection, RedisError, Script};
+use redis::{Connection, IntoConnectionInfo, RedisError, Script};
 
 use super::{Slot, Store, decode, scope_hash};
 use crate::scope::{self, Millis, ScopeState};
@@ -42,6 +42,18 @@ pub struct RedisStore {
     con: Arc<Mutex<Connection>>,
     acquire: Script,
     notes: RefCell<Vec<String>>,
+    /// The longest one exchange with the server may take.
+    timeout: Duration,
+}
+
+/// Bounds each answer of the next exchange (`answers` replies, as in a
+/// pipeline) to its share of `timeout`: the client awaits every reply of a
+/// pipeline, each for the socket's full timeout, even after one timed out,
+/// so a stalled server cost a two-reply read two timeouts.
+fn answers_within(con: &Connection, timeout: Duration, answers: u32) -> redis::RedisResult<()> {
+    let each = Some(timeout / answers.max(1));
+    con.set_read_timeout(each)?;
+    con.set_write_timeout(each)
 }
 
 fn io_error(e: RedisError) -> io::Error {
@@ -67,21 +79,31 @@ impl RedisStore {
     /// run a bounded delay, never a hang. The URL is never shown in errors
     /// (it may hold a password).
     pub fn connect(url: &str, timeout: Duration) -> io::Result<RedisStore> {
-        let client = redis::Client::open(url).map_err(|e| {
+        let bad_url = |e: RedisError| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("bad --state URL ({:?})", e.kind()),
             )
-        })?;
+        };
+        let info = url.into_connection_info().map_err(bad_url)?;
+        // The client would also name itself (two CLIENT SETINFO) on connect:
+        // two more replies to await, for nothing abide needs.
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        // The connect and the replies to its setup (AUTH or HELLO, SELECT)
+        // share the timeout the client is given, each reply awaited for what
+        // is left of it: so each gets its share.
+        let setup =
+            u32::from(settings.password().is_some() || settings.protocol().supports_resp3())
+                + u32::from(settings.db() != 0);
+        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(bad_url)?;
         let con = client
-            .get_connection_with_timeout(timeout)
+            .get_connection_with_timeout(timeout / setup.max(1))
             .map_err(io_error)?;
-        con.set_read_timeout(Some(timeout)).map_err(io_error)?;
-        con.set_write_timeout(Some(timeout)).map_err(io_error)?;
         Ok(RedisStore {
             con: Arc::new(Mutex::new(con)),
             acquire: Script::new(ACQUIRE),
             notes: RefCell::default(),
+            timeout,
         })
     }
 
@@ -103,7 +125,9 @@ impl RedisStore {
         key: &str,
         change: &mut dyn FnMut(&mut ScopeState, Millis),
     ) -> redis::RedisResult<bool> {
+        answers_within(con, self.timeout, 1)?;
         redis::cmd("WATCH").arg(key).exec(con)?;
+        answers_within(con, self.timeout, 2)?;
         let (raw, time): (Option<Vec<u8>>, (u64, u64)) =
             redis::pipe().get(key).cmd("TIME").query(con)?;
         let now = server_millis(time);
@@ -111,11 +135,14 @@ impl RedisStore {
         let before = state.clone();
         change(&mut state, now);
         if state == before {
+            answers_within(con, self.timeout, 1)?;
             redis::cmd("UNWATCH").exec(con)?;
             return Ok(true);
         }
         let json = serde_json::to_vec(&state).expect("the state always serializes");
         let ttl = u64::try_from(scope::keep_for(&state, now).as_millis()).unwrap_or(u64::MAX);
+        // MULTI, SET, EXEC.
+        answers_within(con, self.timeout, 3)?;
         let committed: Option<()> = redis::pipe()
             .atomic()
             .cmd("SET")
@@ -132,6 +159,7 @@ impl RedisStore {
 impl Store for RedisStore {
     fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
         let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
+        answers_within(&con, self.timeout, 2).map_err(io_error)?;
         let (raw, time): (Option<Vec<u8>>, (u64, u64)) = redis::pipe()
             .get(key(scope, "state"))
             .cmd("TIME")
@@ -163,6 +191,7 @@ impl Store for RedisStore {
         let holder = format!("{}-{:016x}", std::process::id(), rand::random::<u64>());
         let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
         let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
+        answers_within(&con, self.timeout, 1).map_err(io_error)?;
         let taken: i64 = self
             .acquire
             .key(&key)
