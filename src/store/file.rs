@@ -116,7 +116,14 @@ impl FileStore {
 fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
     let file = options
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is a symlink, which is never followed", path.display()),
+            ),
+            _ => e,
+        })?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
