@@ -84,12 +84,12 @@ impl FileStore {
     }
 
     fn read_file(&self, path: &Path) -> ScopeState {
-        let read = |options: &mut OpenOptions| {
+        let read = || -> io::Result<Vec<u8>> {
             let mut bytes = Vec::new();
-            open_regular(options.read(true), path)?.read_to_end(&mut bytes)?;
-            Ok::<_, io::Error>(bytes)
+            open_regular(OpenOptions::new().read(true), path)?.read_to_end(&mut bytes)?;
+            Ok(bytes)
         };
-        match read(&mut OpenOptions::new()) {
+        match read() {
             Ok(bytes) => decode(&bytes).unwrap_or_else(|e| {
                 self.notes.borrow_mut().push(format!(
                     "state file {} is unreadable ({e}); treating it as empty",
