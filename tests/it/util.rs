@@ -432,6 +432,20 @@ impl Live {
         sent.elapsed()
     }
 
+    /// Whether the process ends within five seconds; if not, it is killed,
+    /// so that a test that fails leaves nothing hanging.
+    pub fn ends(&mut self) -> bool {
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(5) {
+                let _ = self.child.kill();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    }
+
     /// The finished run: exit code, stdout, and all of stderr.
     pub fn finish(mut self) -> Run {
         let status = self.child.wait().unwrap();
