@@ -39,11 +39,19 @@ return 0
 ";
 
 pub struct RedisStore {
-    con: Arc<Mutex<Connection>>,
+    link: Arc<Mutex<Link>>,
     acquire: Script,
     notes: RefCell<Vec<String>>,
     /// The longest one exchange with the server may take.
     timeout: Duration,
+}
+
+/// The connection, and whether an exchange on it failed: replies to it may
+/// still be on their way, out of step with any next command, and a slow
+/// server would cost another timeout. So it is not used again.
+struct Link {
+    con: Connection,
+    failed: bool,
 }
 
 /// Bounds each answer of the next exchange (`answers` replies, as in a
@@ -100,11 +108,25 @@ impl RedisStore {
             .get_connection_with_timeout(timeout / setup.max(1))
             .map_err(io_error)?;
         Ok(RedisStore {
-            con: Arc::new(Mutex::new(con)),
+            link: Arc::new(Mutex::new(Link { con, failed: false })),
             acquire: Script::new(ACQUIRE),
             notes: RefCell::default(),
             timeout,
         })
+    }
+
+    /// Runs one `exchange` on the connection, unless an earlier one failed.
+    fn exchange<T>(
+        &self,
+        exchange: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
+    ) -> io::Result<T> {
+        let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        if link.failed {
+            return Err(io::Error::other("redis: the connection failed earlier"));
+        }
+        let result = exchange(&mut link.con);
+        link.failed = result.is_err();
+        result.map_err(io_error)
     }
 
     fn parse(&self, raw: Option<Vec<u8>>) -> ScopeState {
@@ -158,13 +180,13 @@ impl RedisStore {
 
 impl Store for RedisStore {
     fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        answers_within(&con, self.timeout, 2).map_err(io_error)?;
-        let (raw, time): (Option<Vec<u8>>, (u64, u64)) = redis::pipe()
-            .get(key(scope, "state"))
-            .cmd("TIME")
-            .query(&mut *con)
-            .map_err(io_error)?;
+        let (raw, time): (Option<Vec<u8>>, (u64, u64)) = self.exchange(|con| {
+            answers_within(con, self.timeout, 2)?;
+            redis::pipe()
+                .get(key(scope, "state"))
+                .cmd("TIME")
+                .query(con)
+        })?;
         Ok((self.parse(raw), server_millis(time)))
     }
 
@@ -174,11 +196,16 @@ impl Store for RedisStore {
         change: &mut dyn FnMut(&mut ScopeState, Millis),
     ) -> io::Result<()> {
         let key = key(scope, "state");
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        for _ in 0..MAX_TRIES {
-            if self.transact(&mut con, &key, change).map_err(io_error)? {
-                return Ok(());
+        let committed = self.exchange(|con| {
+            for _ in 0..MAX_TRIES {
+                if self.transact(con, &key, change)? {
+                    return Ok(true);
+                }
             }
+            Ok(false)
+        })?;
+        if committed {
+            return Ok(());
         }
         Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -190,19 +217,18 @@ impl Store for RedisStore {
         let key = key(scope, "slots");
         let holder = format!("{}-{:016x}", std::process::id(), rand::random::<u64>());
         let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        answers_within(&con, self.timeout, 1).map_err(io_error)?;
-        let taken: i64 = self
-            .acquire
-            .key(&key)
-            .arg(limit)
-            .arg(lease_ms)
-            .arg(&holder)
-            .invoke(&mut *con)
-            .map_err(io_error)?;
+        let taken: i64 = self.exchange(|con| {
+            answers_within(con, self.timeout, 1)?;
+            self.acquire
+                .key(&key)
+                .arg(limit)
+                .arg(lease_ms)
+                .arg(&holder)
+                .invoke(con)
+        })?;
         Ok((taken == 1).then(|| {
             Slot::new(Lease {
-                con: Arc::clone(&self.con),
+                link: Arc::clone(&self.link),
                 key,
                 holder,
             })
@@ -215,19 +241,21 @@ impl Store for RedisStore {
 }
 
 /// A held slot; dropping it gives the slot back at once (if Redis is gone,
-/// the lease frees it when it ends).
+/// or failed this run, the lease frees it when it ends).
 struct Lease {
-    con: Arc<Mutex<Connection>>,
+    link: Arc<Mutex<Link>>,
     key: String,
     holder: String,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        let _: redis::RedisResult<i64> = redis::cmd("ZREM")
-            .arg(&self.key)
-            .arg(&self.holder)
-            .query(&mut *con);
+        let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        if !link.failed {
+            let _: redis::RedisResult<i64> = redis::cmd("ZREM")
+                .arg(&self.key)
+                .arg(&self.holder)
+                .query(&mut link.con);
+        }
     }
 }
