@@ -16,13 +16,6 @@ fn record_of(dir: &Path, scope: &str) -> PathBuf {
     dir.join(format!("scope-{}.json", scope_hash(scope)))
 }
 
-fn state_dir(name: &str) -> PathBuf {
-    let dir = temp_dir(name);
-    // Not left to the umask: a group-writable directory is refused.
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    dir
-}
-
 fn task_run(dir: &Path, lab: &abide::lab::Lab, task: &str) -> Run {
     finish(
         abide(&[
@@ -44,7 +37,7 @@ fn task_run(dir: &Path, lab: &abide::lab::Lab, task: &str) -> Run {
 
 #[test]
 fn a_task_key_that_cannot_be_stored_is_never_sent() {
-    let dir = state_dir("task-unstored");
+    let dir = temp_dir("task-unstored");
     // The record cannot be replaced: a directory stands in its place.
     std::fs::create_dir(record_of(&dir, "tasks")).unwrap();
     let lab = scripted(vec![Step::new(500)]);
@@ -67,7 +60,7 @@ fn a_task_key_that_cannot_be_stored_is_never_sent() {
 
 #[test]
 fn a_full_scope_refuses_a_new_task_and_keeps_the_old_keys() {
-    let dir = state_dir("task-full");
+    let dir = temp_dir("task-full");
     let tasks: Vec<_> = (0..1024)
         .map(|i| {
             serde_json::json!({
@@ -95,7 +88,7 @@ fn a_full_scope_refuses_a_new_task_and_keeps_the_old_keys() {
 
 #[test]
 fn symlinks_planted_in_the_state_directory_are_never_followed() {
-    let dir = state_dir("symlinks");
+    let dir = temp_dir("symlinks");
     let elsewhere = temp_dir("symlinks-elsewhere");
     let clobbered = elsewhere.join("clobbered");
     std::fs::write(&clobbered, "precious").unwrap();
@@ -118,9 +111,9 @@ fn symlinks_planted_in_the_state_directory_are_never_followed() {
 #[test]
 fn a_state_directory_others_may_write_to_or_own_is_refused() {
     let lab = scripted(vec![Step::new(200)]);
-    let open = state_dir("open-dir");
+    let open = temp_dir("open-dir");
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let foreign = state_dir("foreign-dir");
+    let foreign = temp_dir("foreign-dir");
     // SAFETY: chown(2) on a directory this test made; nobody is uid 65534.
     let path = std::ffi::CString::new(foreign.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::chown(path.as_ptr(), 65534, 65534) }, 0);
@@ -150,7 +143,7 @@ fn a_state_directory_others_may_write_to_or_own_is_refused() {
 
 #[test]
 fn a_record_with_times_past_year_9999_neither_crashes_nor_overflows() {
-    let dir = state_dir("year-10000");
+    let dir = temp_dir("year-10000");
     let huge = 18_000_000_000_000_000_000u64;
     let record = serde_json::json!({
         "next_allowed_at": huge,
@@ -186,7 +179,7 @@ fn a_record_with_times_past_year_9999_neither_crashes_nor_overflows() {
 fn a_fifo_in_place_of_a_state_file_is_corrupt_not_a_hang() {
     let lab = scripted(vec![Step::new(200)]);
     for suffix in [".json", ".lock"] {
-        let dir = state_dir(&format!("fifo{suffix}"));
+        let dir = temp_dir(&format!("fifo{suffix}"));
         let fifo = PathBuf::from(format!(
             "{}{suffix}",
             record_of(&dir, "fifo").with_extension("").display()

@@ -98,11 +98,14 @@ pub fn gaps(records: &[Record]) -> Vec<Duration> {
     records.windows(2).map(|w| w[1].at - w[0].at).collect()
 }
 
-/// A fresh, empty directory for one test.
+/// A fresh, empty, private directory for one test. Private whatever the
+/// umask: abide refuses a state directory others may write to.
 pub fn temp_dir(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let dir = std::env::temp_dir().join(format!("abide-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     dir
 }
 
