@@ -111,6 +111,15 @@ fn fetch(cli: &Cli) -> Kind {
         Ok(audit) => audit,
         Err(e) => return usage(&format!("cannot open --log: {e}"), agent),
     };
+    // Watched from here on, before the state is opened and before the first
+    // temporary file exists, so that a signal always gets its outcome line
+    // and the cleanup.
+    let mut cancel = Cancel::default();
+    if let Err(e) = cancel.on_signals()
+        && !agent
+    {
+        eprintln!("abide: warning: cannot watch for signals: {e}");
+    }
     let (shared, mut state_failure) = open_shared(&plan);
     let mut refusal = match (&state_failure, &shared) {
         (Some(e), _) if plan.state_required => Some(format!(
@@ -145,14 +154,7 @@ fn fetch(cli: &Cli) -> Kind {
         Ok(http) => http,
         Err(e) => return usage(&format!("{e:#}"), agent),
     };
-    // Watched from here on, before the first temporary file exists, so that
-    // a signal always gets its outcome line and the cleanup.
-    let mut cancel = Cancel::default();
-    if let Err(e) = cancel.on_signals(transport.interrupter())
-        && !agent
-    {
-        eprintln!("abide: warning: cannot watch for signals: {e}");
-    }
+    cancel.interrupt_with(transport.interrupter());
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
         Some(path) => match Sink::file(path) {
@@ -170,7 +172,9 @@ fn fetch(cli: &Cli) -> Kind {
         (Some(shared), Some(fp)) => shared.repeats(fp),
         _ => 0,
     };
-    let mut record = if plan.no_progress > 0 && repeats >= plan.no_progress {
+    let mut record = if let Some(kind) = cancel.cancelled() {
+        Record::unsent(kind, Why::Cancelled)
+    } else if plan.no_progress > 0 && repeats >= plan.no_progress {
         Record::unsent(Kind::NoProgress, Why::NoProgress { times: repeats })
     } else {
         let looper = Loop {

@@ -1,7 +1,7 @@
 //! Cancellation: SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run promptly.
 //! Waits are condition-variable sleeps that wake at their deadline or at once
 //! on a signal, never a blocking `sleep`; a request in flight is cut by the
-//! hook given to [`Cancel::on_signals`]. Once the outcome is written and
+//! hook given to [`Cancel::interrupt_with`]. Once the outcome is written and
 //! temporary files are gone, [`end_process`] ends the process by the signal.
 
 use std::io::Write;
@@ -18,7 +18,11 @@ use crate::outcome::Kind;
 #[derive(Clone, Default)]
 pub struct Cancel {
     inner: Arc<(Mutex<Option<Kind>>, Condvar)>,
+    /// Cuts the request in flight, once there is a transport to cut.
+    interrupt: Arc<Mutex<Option<Interrupt>>>,
 }
+
+type Interrupt = Box<dyn Fn() + Send>;
 
 impl Cancel {
     pub fn cancel(&self, kind: Kind) {
@@ -52,10 +56,21 @@ impl Cancel {
         }
     }
 
+    /// Has a cancellation call `interrupt` (which cuts the request in
+    /// flight), or calls it at once if the run is cancelled already: signals
+    /// are watched before the transport exists.
+    pub fn interrupt_with(&self, interrupt: impl Fn() + Send + 'static) {
+        let mut slot = self.interrupt.lock().unwrap_or_else(|e| e.into_inner());
+        if self.cancelled().is_some() {
+            interrupt();
+        }
+        *slot = Some(Box::new(interrupt));
+    }
+
     /// Turns SIGINT, SIGTERM, SIGHUP and SIGQUIT into a cancellation, then
-    /// calls `interrupt` (which cuts the request in flight), from a watcher
-    /// thread. A signal ignored when abide started stays ignored.
-    pub fn on_signals(&self, interrupt: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    /// cuts the request in flight, from a watcher thread. A signal ignored
+    /// when abide started stays ignored.
+    pub fn on_signals(&self) -> std::io::Result<()> {
         let watched = [SIGINT, SIGTERM, SIGHUP, SIGQUIT].into_iter();
         let mut signals = Signals::new(watched.filter(|&s| !ignored(s)))?;
         let cancel = self.clone();
@@ -64,7 +79,10 @@ impl Cancel {
             .spawn(move || {
                 if let Some(signal) = signals.forever().next() {
                     cancel.cancel(Kind::cancelled_by(signal));
-                    interrupt();
+                    let interrupt = cancel.interrupt.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(interrupt) = &*interrupt {
+                        interrupt();
+                    }
                 }
             })?;
         Ok(())

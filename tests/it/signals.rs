@@ -16,6 +16,8 @@ use crate::util::*;
 /// From the signal to the process's exit.
 const PROMPT: Duration = Duration::from_millis(200);
 const PATIENCE: Duration = Duration::from_secs(5);
+/// What a Redis that never answers may cost, uninterruptibly.
+const STATE_TIMEOUT: Duration = Duration::from_millis(500);
 
 const SIGNALS: [(i32, &str); 4] = [
     (libc::SIGINT, "SIGINT"),
@@ -283,4 +285,26 @@ fn a_later_run_removes_the_temporary_files_of_dead_runs() {
     expected.push("other".into());
     expected.sort();
     assert_eq!(files_in(&out), expected);
+}
+
+/// Signals are watched from before the state is opened: one that comes
+/// while a Redis is being connected to (at most its timeout) still gets an
+/// outcome line, and nothing is sent after it.
+#[test]
+fn a_signal_while_the_state_opens_is_a_cancellation_with_nothing_sent() {
+    let hole = black_hole();
+    let redis = format!("redis://{}", hole.url.trim_start_matches("http://"));
+    let lab = scripted(vec![Step::new(200)]);
+    let mut live = Live::spawn(coreless(&["--state", &redis, &lab.url()]));
+    until("the connect to Redis to start", || hole.connecting());
+    let took = live.signal(libc::SIGINT);
+    let run = live.finish();
+    assert_cancelled(
+        &run,
+        took.saturating_sub(STATE_TIMEOUT),
+        libc::SIGINT,
+        "SIGINT",
+    );
+    assert_eq!(run.outcome()["attempts"], 0);
+    assert_eq!(lab.records().len(), 0, "nothing sent after the signal");
 }
