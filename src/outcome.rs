@@ -92,15 +92,6 @@ impl Kind {
             .unwrap_or(Kind::Cancelled)
     }
 
-    fn signal_name(self) -> &'static str {
-        match self {
-            Kind::HungUp => "SIGHUP",
-            Kind::Quit => "SIGQUIT",
-            Kind::Terminated => "SIGTERM",
-            _ => "SIGINT",
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             Kind::Succeeded => "SUCCEEDED",
@@ -387,7 +378,11 @@ impl Words<'_> {
             Why::Cancelled => format!(
                 "Interrupted after {} attempt(s) by {}.",
                 self.attempts(),
-                self.record.kind.signal_name()
+                self.record
+                    .kind
+                    .signal()
+                    .and_then(signal_hook::low_level::signal_name)
+                    .unwrap_or("a signal")
             ),
             Why::Internal(message) => format!("abide could not finish: {message}."),
             Why::NoProgress { times } => format!(
