@@ -52,7 +52,7 @@ complete -c abide -n "__fish_abide_needs_command" -l backoff -d 'First backoff s
 complete -c abide -n "__fish_abide_needs_command" -l backoff-max -d 'Largest backoff step' -r
 complete -c abide -n "__fish_abide_needs_command" -l idempotency-key -d 'Send this Idempotency-Key (or a random UUID for "auto") on every attempt, and treat the request as safe to repeat' -r
 complete -c abide -n "__fish_abide_needs_command" -l scope -d 'What a provider\'s limit applies to: runs of one scope share one Retry-After gate, --rate, --max-concurrent and circuit breaker [default: the URL\'s origin, scheme://host:port]' -r
-complete -c abide -n "__fish_abide_needs_command" -l state-dir -d 'Where scope state is kept, one small private file per scope [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l state-dir -d 'Where scope state is kept, one small private file per scope; refused if another user owns it or others may write to it [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]' -r -F
 complete -c abide -n "__fish_abide_needs_command" -l state -d 'Share scope state through Redis instead of local files, so that many machines share one gate, pace, limit and breaker: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS' -r
 complete -c abide -n "__fish_abide_needs_command" -l rate -d 'Client-side pacing shared by every process of the scope, N/UNIT (5/s, 100/m, 1000/h): no burst beyond it even when many start at once' -r
 complete -c abide -n "__fish_abide_needs_command" -l max-concurrent -d 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget' -r
@@ -64,8 +64,8 @@ complete -c abide -n "__fish_abide_needs_command" -l log -d 'Append an audit log
 complete -c abide -n "__fish_abide_needs_command" -l max-body -d 'Largest body kept in the --agent object; sizes like 1KiB, 2MiB (--require checks bodies up to 64MiB)' -r
 complete -c abide -n "__fish_abide_needs_command" -l require -d 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried' -r
 complete -c abide -n "__fish_abide_needs_command" -l no-progress -d 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off' -r
-complete -c abide -n "__fish_abide_needs_command" -l task -d 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key' -r
-complete -c abide -n "__fish_abide_needs_command" -l task-ttl -d 'How long a task\'s idempotency key is kept' -r
+complete -c abide -n "__fish_abide_needs_command" -l task -d 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key. The run is refused, unsent, if the key cannot be stored first, or if the scope already keeps 1024 live task keys' -r
+complete -c abide -n "__fish_abide_needs_command" -l task-ttl -d 'How long a task\'s idempotency key is kept (never less)' -r
 complete -c abide -n "__fish_abide_needs_command" -s L -l location -d 'Follow redirects (at most 10); without it a 3xx answer is final'
 complete -c abide -n "__fish_abide_needs_command" -s k -l insecure -d 'Do not verify the server\'s TLS certificate'
 complete -c abide -n "__fish_abide_needs_command" -l idempotent -d 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'

@@ -27,7 +27,8 @@ pub fn main() -> ExitCode {
             if agent_requested() && !informational {
                 let rendered = e.render().to_string();
                 let first = rendered.lines().next().unwrap_or_default();
-                return agent_usage_error(first.trim_start_matches("error: "));
+                let kind = agent_usage_error(first.trim_start_matches("error: "));
+                return ExitCode::from(kind.exit_code());
             }
             let _ = e.print();
             return ExitCode::from(e.exit_code() as u8);
@@ -39,7 +40,7 @@ pub fn main() -> ExitCode {
         Some(Command::Mcp(args)) => crate::mcp::run(args),
         None => match cli.generate {
             Some(kind) => crate::docs::print(kind),
-            None => Ok(fetch(&cli)),
+            None => Ok(crate::cancel::end_process(fetch(&cli))),
         },
     };
     result.unwrap_or_else(|e| {
@@ -68,17 +69,17 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 /// A usage error: a clear message (clap's format, or one JSON object in
 /// agent mode), exit 2, nothing sent.
-fn usage(message: &str, agent: bool) -> ExitCode {
+fn usage(message: &str, agent: bool) -> Kind {
     if agent {
         return agent_usage_error(message);
     }
     let _ = cli::command()
         .error(clap::error::ErrorKind::ValueValidation, message)
         .print();
-    ExitCode::from(Kind::UsageError.exit_code())
+    Kind::UsageError
 }
 
-fn agent_usage_error(message: &str) -> ExitCode {
+fn agent_usage_error(message: &str) -> Kind {
     let line = Line::usage_error(message);
     let object = AgentObject {
         line: &line,
@@ -87,7 +88,7 @@ fn agent_usage_error(message: &str) -> ExitCode {
         headers: serde_json::Map::new(),
     };
     print_object(&object);
-    ExitCode::from(Kind::UsageError.exit_code())
+    Kind::UsageError
 }
 
 /// The agent's one object on stdout; a reader that went away gets nothing,
@@ -98,7 +99,8 @@ fn print_object(object: &AgentObject) {
     let _ = std::io::stdout().write_all(line.as_bytes());
 }
 
-fn fetch(cli: &Cli) -> ExitCode {
+/// Runs the request; how it ended, once everything it held is released.
+fn fetch(cli: &Cli) -> Kind {
     let agent = cli.agent.agent;
     let mut plan = match plan::plan(cli, &mut std::io::stdin().lock()) {
         Ok(plan) => plan,
@@ -110,8 +112,17 @@ fn fetch(cli: &Cli) -> ExitCode {
         Ok(audit) => audit,
         Err(e) => return usage(&format!("cannot open --log: {e}"), agent),
     };
+    // Watched from here on, before the state is opened and before the first
+    // temporary file exists, so that a signal always gets its outcome line
+    // and the cleanup.
+    let mut cancel = Cancel::default();
+    if let Err(e) = cancel.on_signals()
+        && !agent
+    {
+        eprintln!("abide: warning: cannot watch for signals: {e}");
+    }
     let (shared, mut state_failure) = open_shared(&plan);
-    let refusal = match (&state_failure, &shared) {
+    let mut refusal = match (&state_failure, &shared) {
         (Some(e), _) if plan.state_required => Some(format!(
             "the shared state is unavailable ({e}) and --state-required is set"
         )),
@@ -124,27 +135,27 @@ fn fetch(cli: &Cli) -> ExitCode {
         )),
         _ => None,
     };
+    if let (None, Some(task), Some(shared)) = (&refusal, plan.task.clone(), &shared) {
+        // Kept before anything is sent, so that a crash and a rerun reuse it.
+        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
+        match shared.task_key(&task, &fresh, plan.task_ttl) {
+            Ok(key) => plan.set_idempotency_key(key),
+            Err(e) => {
+                refusal = Some(format!(
+                    "--task: the scope state cannot keep the idempotency key ({e})"
+                ));
+            }
+        }
+    }
     if let Some(why) = refusal {
         let record = Record::unsent(Kind::InternalError, Why::Internal(why));
         return finish(&plan, record, None, &mut audit, agent);
-    }
-    if let (Some(task), Some(shared)) = (&plan.task, &shared) {
-        // Kept before anything is sent, so that a crash and a rerun reuse it.
-        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
-        match shared.task_key(task, &fresh, plan.task_ttl) {
-            Some(key) => plan.set_idempotency_key(key),
-            None => {
-                return usage(
-                    "--task: the scope state cannot keep the key (see -v)",
-                    agent,
-                );
-            }
-        }
     }
     let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
         Ok(http) => http,
         Err(e) => return usage(&format!("{e:#}"), agent),
     };
+    cancel.interrupt_with(transport.interrupter());
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
         Some(path) => match Sink::file(path) {
@@ -162,15 +173,11 @@ fn fetch(cli: &Cli) -> ExitCode {
         (Some(shared), Some(fp)) => shared.repeats(fp),
         _ => 0,
     };
-    let mut record = if plan.no_progress > 0 && repeats >= plan.no_progress {
+    let mut record = if let Some(kind) = cancel.cancelled() {
+        Record::unsent(kind, Why::Cancelled)
+    } else if plan.no_progress > 0 && repeats >= plan.no_progress {
         Record::unsent(Kind::NoProgress, Why::NoProgress { times: repeats })
     } else {
-        let mut cancel = Cancel::default();
-        if let Err(e) = cancel.on_signals(transport.interrupter())
-            && !agent
-        {
-            eprintln!("abide: warning: cannot watch for signals: {e}");
-        }
         let looper = Loop {
             policy: &plan.policy,
             replay: plan.replay,
@@ -279,14 +286,14 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
 const STATE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Writes the outcome where it goes (the agent object, or the outcome line)
-/// and to the audit log, and turns it into the exit code.
+/// and to the audit log.
 fn finish(
     plan: &Plan,
     record: Record,
     captured: Option<(Vec<u8>, bool)>,
     audit: &mut Option<Audit>,
     agent: bool,
-) -> ExitCode {
+) -> Kind {
     let line = Line::new(&plan.context, &record);
     if let Some(audit) = audit {
         audit.event(
@@ -312,7 +319,7 @@ fn finish(
     } else {
         write_outcome(plan, &line);
     }
-    ExitCode::from(record.kind.exit_code())
+    record.kind
 }
 
 /// One audit line per loop event.

@@ -202,7 +202,8 @@ pub struct ScopeArgs {
     #[arg(long, value_name = "NAME", env = "ABIDE_SCOPE")]
     pub scope: Option<String>,
 
-    /// Where scope state is kept, one small private file per scope
+    /// Where scope state is kept, one small private file per scope; refused
+    /// if another user owns it or others may write to it
     /// [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide].
     #[arg(long = "state-dir", value_name = "DIR", env = "ABIDE_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
@@ -312,6 +313,8 @@ pub struct AgentArgs {
 
     /// With --idempotency-key auto: keep the generated key in the scope state
     /// under this task id, so that every rerun of the task sends the same key.
+    /// The run is refused, unsent, if the key cannot be stored first, or if
+    /// the scope already keeps 1024 live task keys.
     #[arg(
         long,
         value_name = "ID",
@@ -320,7 +323,7 @@ pub struct AgentArgs {
     )]
     pub task: Option<String>,
 
-    /// How long a task's idempotency key is kept.
+    /// How long a task's idempotency key is kept (never less).
     #[arg(long = "task-ttl", value_name = "DURATION", env = "ABIDE_TASK_TTL", default_value = "24h",
           value_parser = parse_duration)]
     pub task_ttl: Duration,

@@ -33,7 +33,11 @@ pub const OUTCOME_FIELDS: [(&str, &str); 17] = [
          SIDE_EFFECT_UNKNOWN, INVALID_RESPONSE, NO_PROGRESS, CANCELLED or INTERNAL_ERROR.",
     ),
     ("ok", "true only for SUCCEEDED."),
-    ("exit_code", "the process exit code."),
+    (
+        "exit_code",
+        "the process exit code; for CANCELLED, the status a shell shows for the signal abide \
+         ends by (128 + its number).",
+    ),
     ("method", "the request method."),
     ("url", "the request URL; credentials shown as ***."),
     (

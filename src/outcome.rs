@@ -28,12 +28,15 @@ pub enum Kind {
     NoProgress,
     /// SIGINT.
     Cancelled,
-    /// SIGTERM: reported as `CANCELLED`, with the conventional exit code 143.
+    /// SIGTERM, SIGHUP and SIGQUIT: reported as `CANCELLED` too, each with
+    /// the status a shell gives a process its signal ended (128 + signal).
     Terminated,
+    HungUp,
+    Quit,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Succeeded,
         Kind::InternalError,
         Kind::UsageError,
@@ -44,7 +47,9 @@ impl Kind {
         Kind::SideEffectUnknown,
         Kind::InvalidResponse,
         Kind::NoProgress,
+        Kind::HungUp,
         Kind::Cancelled,
+        Kind::Quit,
         Kind::Terminated,
     ];
 
@@ -60,9 +65,31 @@ impl Kind {
             Kind::SideEffectUnknown => 7,
             Kind::InvalidResponse => 8,
             Kind::NoProgress => 9,
+            Kind::HungUp => 129,
             Kind::Cancelled => 130,
+            Kind::Quit => 131,
             Kind::Terminated => 143,
         }
+    }
+
+    /// The signal that cancelled the run, by which the process ends too.
+    pub fn signal(self) -> Option<i32> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+        match self {
+            Kind::HungUp => Some(SIGHUP),
+            Kind::Cancelled => Some(SIGINT),
+            Kind::Quit => Some(SIGQUIT),
+            Kind::Terminated => Some(SIGTERM),
+            _ => None,
+        }
+    }
+
+    /// The cancellation by `signal`, one of those [`Kind::signal`] names.
+    pub fn cancelled_by(signal: i32) -> Kind {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.signal() == Some(signal))
+            .unwrap_or(Kind::Cancelled)
     }
 
     pub fn name(self) -> &'static str {
@@ -77,7 +104,7 @@ impl Kind {
             Kind::SideEffectUnknown => "SIDE_EFFECT_UNKNOWN",
             Kind::InvalidResponse => "INVALID_RESPONSE",
             Kind::NoProgress => "NO_PROGRESS",
-            Kind::Cancelled | Kind::Terminated => "CANCELLED",
+            Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "CANCELLED",
         }
     }
 
@@ -96,8 +123,10 @@ impl Kind {
             Kind::SideEffectUnknown => "a write may have been applied; not replayed",
             Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
             Kind::NoProgress => "the same failing request again; refused unsent",
-            Kind::Cancelled => "interrupted by SIGINT",
-            Kind::Terminated => "terminated by SIGTERM",
+            Kind::HungUp => "hung up (SIGHUP); abide then ends by the signal",
+            Kind::Cancelled => "interrupted by SIGINT; abide then ends by the signal",
+            Kind::Quit => "quit (SIGQUIT); abide then ends by the signal",
+            Kind::Terminated => "terminated by SIGTERM; abide then ends by the signal",
         }
     }
 }
@@ -220,8 +249,11 @@ fn seconds(d: Duration) -> f64 {
     ms(d) as f64 / 1000.0
 }
 
+/// RFC 3339 in UTC; a time past year 9999, which it cannot write, as the
+/// last moment it can.
 pub fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
+    let latest = std::time::UNIX_EPOCH + Duration::from_millis(scope::LATEST);
+    humantime::format_rfc3339_millis(t.min(latest)).to_string()
 }
 
 impl Line {
@@ -392,11 +424,11 @@ impl Words<'_> {
             Why::Cancelled => format!(
                 "Interrupted after {} attempt(s) by {}.",
                 self.attempts(),
-                if self.record.kind == Kind::Terminated {
-                    "SIGTERM"
-                } else {
-                    "SIGINT"
-                }
+                self.record
+                    .kind
+                    .signal()
+                    .and_then(signal_hook::low_level::signal_name)
+                    .unwrap_or("a signal")
             ),
             Why::Internal(message) => format!("abide could not finish: {message}."),
             Why::NoProgress { times } => format!(
@@ -545,7 +577,7 @@ impl Words<'_> {
             }
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
             Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
-            Kind::Cancelled | Kind::Terminated => "The run was interrupted; run it again when ready.".to_string(),
+            Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "The run was interrupted; run it again when ready.".to_string(),
             Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
             Kind::UsageError => "Fix the command line and run it again.".to_string(),
         }
@@ -560,7 +592,13 @@ mod tests {
     #[test]
     fn exit_codes_are_distinct_and_stable() {
         let codes: Vec<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 130, 143]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 129, 130, 131, 143]);
+        for kind in Kind::ALL {
+            if let Some(signal) = kind.signal() {
+                assert_eq!(i32::from(kind.exit_code()), 128 + signal, "{kind:?}");
+                assert_eq!(Kind::cancelled_by(signal), kind);
+            }
+        }
     }
 
     fn context() -> Context {

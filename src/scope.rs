@@ -14,6 +14,10 @@ use crate::decision::{Observation, Phase};
 /// Milliseconds since the Unix epoch.
 pub type Millis = u64;
 
+/// The last millisecond of year 9999: the latest time RFC 3339 can write,
+/// and so the latest a record may hold.
+pub const LATEST: Millis = 253_402_300_799_999;
+
 /// Whole milliseconds, rounded up: a time computed from it is never early.
 pub fn millis(d: Duration) -> Millis {
     let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
@@ -88,7 +92,10 @@ pub struct TaskKey {
 pub const REPEAT_WINDOW: Duration = Duration::from_secs(600);
 /// Enough distinct failing requests per scope for any agent; the oldest go first.
 const MAX_REPEATS: usize = 64;
-const MAX_TASKS: usize = 1024;
+/// Live task keys per scope: a bound on the record, which every run of the
+/// scope reads (about 100 bytes each). A full scope refuses new tasks, never
+/// forgets a key before its TTL.
+pub const MAX_TASKS: usize = 1024;
 
 /// How many times in a row this request has failed the same way recently.
 pub fn repeats(state: &ScopeState, fingerprint: &str, now: Millis) -> u32 {
@@ -119,26 +126,29 @@ pub fn remember(state: &mut ScopeState, fingerprint: &str, failed: bool, now: Mi
 }
 
 /// The task's idempotency key: the one kept from an earlier run, else `fresh`,
-/// kept from now on for `ttl`.
+/// kept from now on for `ttl`. `None` when the scope already keeps
+/// [`MAX_TASKS`] live keys: forgetting one to make room would let that
+/// task's rerun send a new key.
 pub fn task_key(
     state: &mut ScopeState,
     task: &str,
     fresh: &str,
     now: Millis,
     ttl: Duration,
-) -> String {
+) -> Option<String> {
     state.tasks.retain(|t| t.expires > now);
     if let Some(kept) = state.tasks.iter().find(|t| t.task == task) {
-        return kept.key.clone();
+        return Some(kept.key.clone());
+    }
+    if state.tasks.len() >= MAX_TASKS {
+        return None;
     }
     state.tasks.push(TaskKey {
         task: task.to_string(),
         key: fresh.to_string(),
-        expires: now.saturating_add(millis(ttl)),
+        expires: now.saturating_add(millis(ttl)).min(LATEST),
     });
-    let excess = state.tasks.len().saturating_sub(MAX_TASKS);
-    state.tasks.drain(..excess);
-    fresh.to_string()
+    Some(fresh.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1237,13 +1247,32 @@ mod tests {
     fn task_keys_survive_reruns_and_expire() {
         let mut s = ScopeState::default();
         let day = Duration::from_secs(86_400);
-        assert_eq!(task_key(&mut s, "t1", "key-1", 0, day), "key-1");
-        assert_eq!(task_key(&mut s, "t1", "key-2", 1000, day), "key-1");
-        assert_eq!(task_key(&mut s, "t2", "key-3", 1000, day), "key-3");
+        let key = |s: &mut ScopeState, task, fresh, now| task_key(s, task, fresh, now, day);
+        assert_eq!(key(&mut s, "t1", "key-1", 0).as_deref(), Some("key-1"));
+        assert_eq!(key(&mut s, "t1", "key-2", 1000).as_deref(), Some("key-1"));
+        assert_eq!(key(&mut s, "t2", "key-3", 1000).as_deref(), Some("key-3"));
+        let later = millis(day) + 1;
+        assert_eq!(key(&mut s, "t1", "key-4", later).as_deref(), Some("key-4"));
+        let forever = task_key(&mut s, "t5", "key-5", 0, Duration::MAX);
+        assert_eq!(forever.as_deref(), Some("key-5"));
+        assert_eq!(s.tasks.last().unwrap().expires, LATEST);
+    }
+
+    #[test]
+    fn a_full_scope_refuses_new_tasks_and_forgets_none() {
+        let mut s = ScopeState::default();
+        let day = Duration::from_secs(86_400);
+        for i in 0..MAX_TASKS {
+            assert!(task_key(&mut s, &format!("t{i}"), "k", 0, day).is_some());
+        }
+        assert_eq!(task_key(&mut s, "new", "k", 1, day), None);
+        assert_eq!(s.tasks.len(), MAX_TASKS);
         assert_eq!(
-            task_key(&mut s, "t1", "key-4", millis(day) + 1, day),
-            "key-4"
+            task_key(&mut s, "t0", "other", 1, day).as_deref(),
+            Some("k")
         );
+        // Room again once keys expire.
+        assert!(task_key(&mut s, "new", "k", millis(day) + 1, day).is_some());
     }
 
     #[test]
@@ -1253,7 +1282,7 @@ mod tests {
         assert_eq!(keep_for(&s, 1000), idle);
         s.next_allowed_at = Some(31_000);
         assert_eq!(keep_for(&s, 1000), idle + Duration::from_secs(30));
-        task_key(&mut s, "t", "k", 1000, Duration::from_secs(86_400));
+        task_key(&mut s, "t", "k", 1000, Duration::from_secs(86_400)).unwrap();
         assert_eq!(keep_for(&s, 1000), idle + Duration::from_secs(86_400));
     }
 

@@ -261,13 +261,24 @@ impl Shared {
     }
 
     /// The idempotency key of `task`: kept from an earlier run, else `fresh`,
-    /// stored before anything is sent. `None` when the state cannot keep it.
-    pub fn task_key(&self, task: &str, fresh: &str, ttl: Duration) -> Option<String> {
+    /// stored (written and renamed into place) before anything is sent. An
+    /// error says why the state cannot keep it.
+    pub fn task_key(&self, task: &str, fresh: &str, ttl: Duration) -> Result<String, String> {
         // Kept by hash: a task id may say more than it should.
         let task = crate::store::scope_hash(task);
         let mut key = None;
-        self.update(&mut |state, now| key = Some(scope::task_key(state, &task, fresh, now, ttl)));
-        key
+        let stored =
+            self.update(&mut |state, now| key = scope::task_key(state, &task, fresh, now, ttl));
+        match key {
+            // A key the store failed to keep would differ on the rerun.
+            _ if !stored => Err(self.failure().unwrap_or_default()),
+            Some(key) => Ok(key),
+            None => Err(format!(
+                "the scope already keeps {} live task keys; a new task waits until \
+                 one expires (--task-ttl), or goes to its own --scope",
+                scope::MAX_TASKS
+            )),
+        }
     }
 
     pub fn take_notes(&self) -> Vec<String> {

@@ -77,6 +77,7 @@ impl Sink {
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?
             .to_string_lossy();
+        remove_stale_temps(&dir);
         let temp = dir.join(format!(
             ".{name}.abide-{}-{:08x}",
             std::process::id(),
@@ -172,6 +173,50 @@ impl Sink {
             let _ = fs::remove_file(temp);
         }
     }
+}
+
+/// Removes the temporary files that runs killed outright (SIGKILL, a crash,
+/// a power cut) left in `dir`: only names of [`Sink::file`]'s exact pattern,
+/// owned by this user, whose process is gone. A live run's file, even
+/// another user's, is never touched.
+fn remove_stale_temps(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(temp_pid) else {
+            continue;
+        };
+        let mine = entry.metadata().is_ok_and(|m| m.is_file() && m.uid() == me);
+        if mine && !alive(pid) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The process id in a temporary file's name, `.{target}.abide-{pid}-{8 hex digits}`.
+fn temp_pid(name: &str) -> Option<libc::pid_t> {
+    let (rest, random) = name.strip_prefix('.')?.rsplit_once('-')?;
+    let (target, pid) = rest.rsplit_once(".abide-")?;
+    let random_ok = random.len() == 8
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let pid_ok = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    if target.is_empty() || !random_ok || !pid_ok {
+        return None;
+    }
+    pid.parse().ok().filter(|&pid| pid > 0)
+}
+
+/// Whether process `pid` exists (ours or another user's).
+fn alive(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 fn copy(body: &mut dyn Read, out: &mut dyn Write, written: &mut u64) -> Result<u64, DeliverError> {
@@ -271,6 +316,24 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+    }
+
+    #[test]
+    fn only_names_of_temporary_files_yield_a_pid() {
+        assert_eq!(temp_pid(".out.json.abide-4242-0123abcd"), Some(4242));
+        assert_eq!(temp_pid(".a.abide-b.abide-7-ffffffff"), Some(7));
+        for other in [
+            "out.json.abide-4242-0123abcd",
+            "..abide-4242-0123abcd",
+            ".out.abide-4242-0123abc",
+            ".out.abide-4242-0123ABCD",
+            ".out.abide--0123abcd",
+            ".out.abide-0-0123abcd",
+            ".out.abide-42x-0123abcd",
+            ".out.abide-99999999999-0123abcd",
+        ] {
+            assert_eq!(temp_pid(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -1,14 +1,21 @@
 //! The file backend: one small JSON file per scope, updated under an OS file
 //! lock (released by the kernel when a process dies) and replaced atomically
 //! by rename. Concurrency slots are lock files, freed by the kernel too.
+//!
+//! The directory may be reachable by others (a shared or misconfigured
+//! one), so nothing in it is trusted: it must belong to this user and be
+//! writable by no one else, as ssh demands of `~/.ssh`; no symlink is
+//! followed; anything but a regular file is corrupt; and a temporary file
+//! gets a fresh random name, created exclusively.
 
 use std::cell::RefCell;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Slot, Store, scope_hash};
+use super::{Slot, Store, decode, scope_hash};
 use crate::scope::{Millis, ScopeState};
 use crate::shared::epoch_millis;
 
@@ -21,13 +28,34 @@ pub struct FileStore {
 }
 
 impl FileStore {
-    /// Opens (creating, private) the state directory.
+    /// Opens (creating, private) the state directory, and refuses one that
+    /// another user owns or may write to: they could plant or swap its files.
     pub fn open(dir: &Path, patience: Duration) -> io::Result<FileStore> {
         let mut builder = fs::DirBuilder::new();
         builder.recursive(true);
-        #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(dir)?;
+        let meta = fs::metadata(dir)?;
+        // SAFETY: geteuid(2) cannot fail.
+        let me = unsafe { libc::geteuid() };
+        let refuse = |why: String| {
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("refusing the state directory {}: {why}", dir.display()),
+            ))
+        };
+        if meta.uid() != me {
+            return refuse(format!(
+                "it belongs to uid {}, not to this user ({me})",
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return refuse(format!(
+                "others may write to it (mode {:04o}); `chmod go-w` it",
+                meta.mode() & 0o7777
+            ));
+        }
         Ok(FileStore {
             dir: dir.to_path_buf(),
             patience,
@@ -56,8 +84,13 @@ impl FileStore {
     }
 
     fn read_file(&self, path: &Path) -> ScopeState {
-        match fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+        let read = || -> io::Result<Vec<u8>> {
+            let mut bytes = Vec::new();
+            open_regular(OpenOptions::new().read(true), path)?.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        };
+        match read() {
+            Ok(bytes) => decode(&bytes).unwrap_or_else(|e| {
                 self.notes.borrow_mut().push(format!(
                     "state file {} is unreadable ({e}); treating it as empty",
                     path.display()
@@ -76,12 +109,40 @@ impl FileStore {
     }
 }
 
+/// Opens `path` as `options` say, but never through a symlink (another user
+/// could point it at a file of theirs to create or clobber), never blocking
+/// (a FIFO would hang the open past any budget or signal), and only if it is
+/// a regular file.
+fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is a symlink, which is never followed", path.display()),
+            ),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(file)
+}
+
+/// A lock or slot file, created private if missing.
 fn private_file(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
+    open_regular(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600),
+        path,
+    )
 }
 
 /// Takes the lock, polling so that a stuck holder costs a bounded wait
@@ -126,13 +187,18 @@ impl Store for FileStore {
         let before = state.clone();
         change(&mut state, epoch_millis(std::time::SystemTime::now()));
         if state != before {
-            // Only the lock holder writes the temporary file, so one name will do.
-            let temp = Self::with_suffix(&base, ".json.tmp");
-            let mut file = private_file(&temp)?;
-            file.set_len(0)?;
-            file.write_all(&serde_json::to_vec(&state)?)?;
-            drop(file);
-            fs::rename(&temp, &path)?;
+            // A new random name, created exclusively: a name known in
+            // advance could be planted as a symlink by another user.
+            let temp = Self::with_suffix(&base, &format!(".{:016x}.tmp", rand::random::<u64>()));
+            let mut options = OpenOptions::new();
+            options.write(true).create_new(true).mode(0o600);
+            let written = open_regular(&mut options, &temp)
+                .and_then(|mut file| file.write_all(&serde_json::to_vec(&state)?))
+                .and_then(|()| fs::rename(&temp, &path));
+            if written.is_err() {
+                let _ = fs::remove_file(&temp);
+            }
+            written?;
         }
         drop(lock);
         Ok(())

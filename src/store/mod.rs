@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::scope::{Millis, ScopeState};
+use crate::scope::{self, Millis, ScopeState};
 
 pub use file::FileStore;
 pub use redis::RedisStore;
@@ -49,6 +49,27 @@ pub trait Store {
     fn try_slot(&self, scope: &str, limit: u32, lease: Duration) -> io::Result<Option<Slot>>;
     /// Things worth telling a `-v` reader (a corrupted file that was reset).
     fn take_notes(&self) -> Vec<String>;
+}
+
+/// Reads a stored record. What is stored is not trusted: a number past
+/// [`scope::LATEST`] (the end of year 9999, the last time an outcome line
+/// can say) is read as that, since every number in a record is a time or a
+/// count; so no record, from a bug, another version or another user, can
+/// overflow or crash a run. Anything else malformed is an error.
+pub fn decode(bytes: &[u8]) -> serde_json::Result<ScopeState> {
+    fn clamp(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Number(n) if n.as_u64().is_some_and(|n| n > scope::LATEST) => {
+                *n = scope::LATEST.into();
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(clamp),
+            serde_json::Value::Object(fields) => fields.values_mut().for_each(clamp),
+            _ => {}
+        }
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+    clamp(&mut value);
+    serde_json::from_value(value)
 }
 
 /// Scope names are hashed into file names and keys, never used as paths and

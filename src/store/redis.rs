@@ -15,9 +15,9 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::{Connection, RedisError, Script};
+use redis::{Connection, IntoConnectionInfo, RedisError, Script};
 
-use super::{Slot, Store, scope_hash};
+use super::{Slot, Store, decode, scope_hash};
 use crate::scope::{self, Millis, ScopeState};
 
 /// A transaction that keeps losing to other processes gives up after this
@@ -39,9 +39,29 @@ return 0
 ";
 
 pub struct RedisStore {
-    con: Arc<Mutex<Connection>>,
+    link: Arc<Mutex<Link>>,
     acquire: Script,
     notes: RefCell<Vec<String>>,
+    /// The longest one exchange with the server may take.
+    timeout: Duration,
+}
+
+/// The connection, and whether an exchange on it failed: replies to it may
+/// still be on their way, out of step with any next command, and a slow
+/// server would cost another timeout. So it is not used again.
+struct Link {
+    con: Connection,
+    failed: bool,
+}
+
+/// Bounds each answer of the next exchange (`answers` replies, as in a
+/// pipeline) to its share of `timeout`: the client awaits every reply of a
+/// pipeline, each for the socket's full timeout, even after one timed out,
+/// so a stalled server cost a two-reply read two timeouts.
+fn answers_within(con: &Connection, timeout: Duration, answers: u32) -> redis::RedisResult<()> {
+    let each = Some(timeout / answers.max(1));
+    con.set_read_timeout(each)?;
+    con.set_write_timeout(each)
 }
 
 fn io_error(e: RedisError) -> io::Error {
@@ -67,28 +87,52 @@ impl RedisStore {
     /// run a bounded delay, never a hang. The URL is never shown in errors
     /// (it may hold a password).
     pub fn connect(url: &str, timeout: Duration) -> io::Result<RedisStore> {
-        let client = redis::Client::open(url).map_err(|e| {
+        let bad_url = |e: RedisError| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("bad --state URL ({:?})", e.kind()),
             )
-        })?;
+        };
+        let info = url.into_connection_info().map_err(bad_url)?;
+        // The client would also name itself (two CLIENT SETINFO) on connect:
+        // two more replies to await, for nothing abide needs.
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        // The connect and the replies to its setup (AUTH or HELLO, SELECT)
+        // share the timeout the client is given, each reply awaited for what
+        // is left of it: so each gets its share.
+        let setup =
+            u32::from(settings.password().is_some() || settings.protocol().supports_resp3())
+                + u32::from(settings.db() != 0);
+        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(bad_url)?;
         let con = client
-            .get_connection_with_timeout(timeout)
+            .get_connection_with_timeout(timeout / setup.max(1))
             .map_err(io_error)?;
-        con.set_read_timeout(Some(timeout)).map_err(io_error)?;
-        con.set_write_timeout(Some(timeout)).map_err(io_error)?;
         Ok(RedisStore {
-            con: Arc::new(Mutex::new(con)),
+            link: Arc::new(Mutex::new(Link { con, failed: false })),
             acquire: Script::new(ACQUIRE),
             notes: RefCell::default(),
+            timeout,
         })
+    }
+
+    /// Runs one `exchange` on the connection, unless an earlier one failed.
+    fn exchange<T>(
+        &self,
+        exchange: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
+    ) -> io::Result<T> {
+        let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        if link.failed {
+            return Err(io::Error::other("redis: the connection failed earlier"));
+        }
+        let result = exchange(&mut link.con);
+        link.failed = result.is_err();
+        result.map_err(io_error)
     }
 
     fn parse(&self, raw: Option<Vec<u8>>) -> ScopeState {
         match raw {
             None => ScopeState::default(),
-            Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            Some(bytes) => decode(&bytes).unwrap_or_else(|e| {
                 self.notes.borrow_mut().push(format!(
                     "the scope's record in Redis is unreadable ({e}); treating it as empty"
                 ));
@@ -103,7 +147,9 @@ impl RedisStore {
         key: &str,
         change: &mut dyn FnMut(&mut ScopeState, Millis),
     ) -> redis::RedisResult<bool> {
+        answers_within(con, self.timeout, 1)?;
         redis::cmd("WATCH").arg(key).exec(con)?;
+        answers_within(con, self.timeout, 2)?;
         let (raw, time): (Option<Vec<u8>>, (u64, u64)) =
             redis::pipe().get(key).cmd("TIME").query(con)?;
         let now = server_millis(time);
@@ -111,11 +157,14 @@ impl RedisStore {
         let before = state.clone();
         change(&mut state, now);
         if state == before {
+            answers_within(con, self.timeout, 1)?;
             redis::cmd("UNWATCH").exec(con)?;
             return Ok(true);
         }
         let json = serde_json::to_vec(&state).expect("the state always serializes");
         let ttl = u64::try_from(scope::keep_for(&state, now).as_millis()).unwrap_or(u64::MAX);
+        // MULTI, SET, EXEC.
+        answers_within(con, self.timeout, 3)?;
         let committed: Option<()> = redis::pipe()
             .atomic()
             .cmd("SET")
@@ -131,12 +180,13 @@ impl RedisStore {
 
 impl Store for RedisStore {
     fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        let (raw, time): (Option<Vec<u8>>, (u64, u64)) = redis::pipe()
-            .get(key(scope, "state"))
-            .cmd("TIME")
-            .query(&mut *con)
-            .map_err(io_error)?;
+        let (raw, time): (Option<Vec<u8>>, (u64, u64)) = self.exchange(|con| {
+            answers_within(con, self.timeout, 2)?;
+            redis::pipe()
+                .get(key(scope, "state"))
+                .cmd("TIME")
+                .query(con)
+        })?;
         Ok((self.parse(raw), server_millis(time)))
     }
 
@@ -146,11 +196,16 @@ impl Store for RedisStore {
         change: &mut dyn FnMut(&mut ScopeState, Millis),
     ) -> io::Result<()> {
         let key = key(scope, "state");
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        for _ in 0..MAX_TRIES {
-            if self.transact(&mut con, &key, change).map_err(io_error)? {
-                return Ok(());
+        let committed = self.exchange(|con| {
+            for _ in 0..MAX_TRIES {
+                if self.transact(con, &key, change)? {
+                    return Ok(true);
+                }
             }
+            Ok(false)
+        })?;
+        if committed {
+            return Ok(());
         }
         Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -162,18 +217,18 @@ impl Store for RedisStore {
         let key = key(scope, "slots");
         let holder = format!("{}-{:016x}", std::process::id(), rand::random::<u64>());
         let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        let taken: i64 = self
-            .acquire
-            .key(&key)
-            .arg(limit)
-            .arg(lease_ms)
-            .arg(&holder)
-            .invoke(&mut *con)
-            .map_err(io_error)?;
+        let taken: i64 = self.exchange(|con| {
+            answers_within(con, self.timeout, 1)?;
+            self.acquire
+                .key(&key)
+                .arg(limit)
+                .arg(lease_ms)
+                .arg(&holder)
+                .invoke(con)
+        })?;
         Ok((taken == 1).then(|| {
             Slot::new(Lease {
-                con: Arc::clone(&self.con),
+                link: Arc::clone(&self.link),
                 key,
                 holder,
             })
@@ -186,19 +241,21 @@ impl Store for RedisStore {
 }
 
 /// A held slot; dropping it gives the slot back at once (if Redis is gone,
-/// the lease frees it when it ends).
+/// or failed this run, the lease frees it when it ends).
 struct Lease {
-    con: Arc<Mutex<Connection>>,
+    link: Arc<Mutex<Link>>,
     key: String,
     holder: String,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let mut con = self.con.lock().unwrap_or_else(|e| e.into_inner());
-        let _: redis::RedisResult<i64> = redis::cmd("ZREM")
-            .arg(&self.key)
-            .arg(&self.holder)
-            .query(&mut *con);
+        let mut link = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        if !link.failed {
+            let _: redis::RedisResult<i64> = redis::cmd("ZREM")
+                .arg(&self.key)
+                .arg(&self.holder)
+                .query(&mut link.con);
+        }
     }
 }

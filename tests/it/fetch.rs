@@ -36,10 +36,11 @@ fn honours_retry_after_then_succeeds() {
 }
 
 #[test]
-fn retry_after_ms_wins_and_the_floor_holds() {
+fn the_longest_delay_header_counts_and_the_floor_holds() {
     let lab = scripted(vec![
+        // retry-after-ms is the longer of the two here; the floor is longer still.
         Step::new(503)
-            .header("Retry-After", "30")
+            .header("Retry-After", "0")
             .header("retry-after-ms", "200"),
         // A date in the past waits the floor.
         Step::new(429).header("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"),

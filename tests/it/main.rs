@@ -17,5 +17,6 @@ mod props;
 mod scope;
 mod secrets;
 mod signals;
+mod state;
 mod terminal;
 mod util;

@@ -149,7 +149,7 @@ fn failures_and_redirects_mask_credentials() {
     until("the request to arrive", || lab.records().len() == 1);
     live.signal(libc::SIGINT);
     let run = live.finish();
-    assert_eq!(run.code, 130, "{}", run.stderr);
+    assert_eq!(run.signal, Some(libc::SIGINT), "{}", run.stderr);
     assert_run_clean("interrupted", &run);
 }
 

@@ -28,10 +28,12 @@ fn sh_quote(word: &str) -> String {
 
 impl Pane {
     /// Runs abide with `args` in a new pane. The pane's shell records the
-    /// exit code, then sleeps so that the screen survives the exit.
+    /// exit code, then sleeps so that the screen survives the exit. It traps
+    /// SIGINT (a handler, so abide still gets the default disposition):
+    /// otherwise a Ctrl-C, which abide ends by, would end the shell too.
     fn run(dir: &Path, args: &[&str]) -> Pane {
         let exit_file = dir.join("exit");
-        let mut line = sh_quote(env!("CARGO_BIN_EXE_abide"));
+        let mut line = format!("trap : INT; {}", sh_quote(env!("CARGO_BIN_EXE_abide")));
         for arg in args {
             line.push(' ');
             line.push_str(&sh_quote(arg));
@@ -215,7 +217,10 @@ fn ctrl_c_during_the_countdown_leaves_the_outcome_line_alone() {
     // room for it, or the final clear misses the countdown's line.
     pane.press("C-c");
     let (code, last) = pane.finished();
-    assert_eq!(code, 130);
+    assert_eq!(
+        code, 130,
+        "the shell's status for a child that SIGINT ended"
+    );
     assert_eq!(only_the_outcome(&last)["outcome"], "CANCELLED");
     assert_eq!(lab.records().len(), 1);
 }

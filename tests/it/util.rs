@@ -3,8 +3,9 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver};
@@ -27,12 +28,29 @@ pub fn scripted(steps: Vec<Step>) -> Lab {
 
 /// What one run of the binary left behind.
 pub struct Run {
+    /// -1 when a signal ended the process.
     pub code: i32,
+    /// The signal that ended the process, if one did.
+    pub signal: Option<i32>,
     pub stdout: Vec<u8>,
     pub stderr: String,
 }
 
 impl Run {
+    pub fn new(status: ExitStatus, stdout: Vec<u8>, stderr: String) -> Run {
+        Run {
+            code: status.code().unwrap_or(-1),
+            signal: status.signal(),
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn of(out: Output) -> Run {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        Run::new(out.status, out.stdout, stderr)
+    }
+
     /// The outcome line: the last line of stderr, parsed.
     pub fn outcome(&self) -> Value {
         let line = self.stderr.lines().last().unwrap_or_default();
@@ -72,12 +90,7 @@ pub fn finish(mut cmd: Command, stdin: &[u8]) -> Run {
         .spawn()
         .expect("abide starts");
     child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Run::of(child.wait_with_output().unwrap())
 }
 
 /// Time between consecutive requests the lab recorded.
@@ -85,11 +98,14 @@ pub fn gaps(records: &[Record]) -> Vec<Duration> {
     records.windows(2).map(|w| w[1].at - w[0].at).collect()
 }
 
-/// A fresh, empty directory for one test.
+/// A fresh, empty, private directory for one test. Private whatever the
+/// umask: abide refuses a state directory others may write to.
 pub fn temp_dir(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let dir = std::env::temp_dir().join(format!("abide-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     dir
 }
 
@@ -113,18 +129,13 @@ impl Backend {
         Backend::Files(temp_dir(test))
     }
 
-    /// The shared test Redis, or `None` (with a note) when there is none.
-    pub fn redis() -> Option<Backend> {
-        match shared_redis() {
-            Some(url) => Some(Backend::Redis(url.clone())),
-            None => {
-                eprintln!(
-                    "skipped: no Redis for the Redis backend tests (set ABIDE_TEST_REDIS=redis://… \
-                     or install redis-server)"
-                );
-                None
-            }
-        }
+    /// The shared test Redis. The tests that call this are ignored where
+    /// there is none (see build.rs), so a missing one here is a failure.
+    pub fn redis() -> Backend {
+        let url = shared_redis().unwrap_or_else(|| {
+            panic!("no Redis: set ABIDE_TEST_REDIS=redis://… or install redis-server")
+        });
+        Backend::Redis(url.clone())
     }
 
     /// The binary with `args`, on this backend.
@@ -147,7 +158,13 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
-    pub fn start() -> Option<RedisServer> {
+    /// A private server, for the tests that are ignored where redis-server
+    /// is not installed (see build.rs): a missing one here is a failure.
+    pub fn private() -> RedisServer {
+        RedisServer::start().expect("redis-server is installed and starts")
+    }
+
+    fn start() -> Option<RedisServer> {
         let found = Command::new("redis-server")
             .arg("--version")
             .output()
@@ -418,14 +435,24 @@ impl Live {
         sent.elapsed()
     }
 
+    /// Whether the process ends within five seconds; if not, it is killed,
+    /// so that a test that fails leaves nothing hanging.
+    pub fn ends(&mut self) -> bool {
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(5) {
+                let _ = self.child.kill();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    }
+
     /// The finished run: exit code, stdout, and all of stderr.
     pub fn finish(mut self) -> Run {
         let status = self.child.wait().unwrap();
         self.seen.extend(self.lines.iter());
-        Run {
-            code: status.code().unwrap_or(-1),
-            stdout: self.stdout.join().unwrap(),
-            stderr: self.seen.join("\n"),
-        }
+        Run::new(status, self.stdout.join().unwrap(), self.seen.join("\n"))
     }
 }
