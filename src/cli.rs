@@ -128,10 +128,29 @@ pub struct RequestArgs {
           default_value = "10s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
 
-    /// Longest time for one attempt, never beyond what is left of --budget.
+    /// Hard limit on one attempt, body included, as curl's -m [default: none: a
+    /// stall fails an attempt, and a body that keeps flowing is never cut].
     #[arg(short = 'm', long = "max-time", value_name = "DURATION", env = "ABIDE_MAX_TIME",
-          default_value = "30s", value_parser = parse_duration)]
-    pub max_time: Duration,
+          value_parser = parse_duration)]
+    pub max_time: Option<Duration>,
+
+    /// Longest time without a single byte from the server, while waiting for
+    /// the answer's head or during its body (or without the server taking a
+    /// byte of the request): such an attempt fails, and is retried where safe.
+    #[arg(long, value_name = "DURATION", env = "ABIDE_STALL", default_value = "30s",
+          value_parser = parse_duration)]
+    pub stall: Duration,
+
+    /// Ask for a compressed answer (gzip, deflate, br) and decode it. Without
+    /// it no encoding is asked for, and a body is written as it came.
+    #[arg(long)]
+    pub compressed: bool,
+
+    /// With --compressed: stop a body (INVALID_RESPONSE) that decodes to more
+    /// than RATIO times its encoded size, past its first MiB: a compression bomb.
+    #[arg(long = "max-ratio", value_name = "RATIO", env = "ABIDE_MAX_RATIO", default_value = "100",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_ratio: u64,
 }
 
 #[derive(Args, Debug, Default)]
@@ -147,10 +166,18 @@ pub struct PolicyArgs {
     pub retry: Option<u32>,
 
     /// Wall-clock budget for the whole run, waits and requests together. No wait
-    /// is started that would end beyond it; the attempt in flight is cut at it.
+    /// or attempt is started that would end beyond it. Given on the command line
+    /// it is a hard limit: the attempt in flight is cut at it. The default (or
+    /// ABIDE_BUDGET) bounds the retrying and the wait for an answer, but never
+    /// cuts a 2xx body that keeps flowing: a long download ends when it is
+    /// done, or when it stalls (--stall).
     #[arg(long, value_name = "DURATION", env = "ABIDE_BUDGET", default_value = "60s",
           alias = "retry-max-time", value_parser = parse_duration)]
     pub budget: Duration,
+
+    /// Whether --budget was given on the command line (set by `parse_from`).
+    #[arg(skip)]
+    pub budget_given: bool,
 
     /// Longest single wait accepted; a longer server delay ends the run at once
     /// with BUDGET_EXHAUSTED [default: no limit but the budget].
@@ -249,9 +276,25 @@ pub struct ScopeArgs {
 #[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Write the body to FILE (via a temporary file renamed on success, so a
-    /// failed run leaves any existing FILE untouched).
+    /// failed run leaves any existing FILE untouched). A GET whose body breaks
+    /// off is resumed where it broke off when the server allows it
+    /// (Accept-Ranges: bytes, and a strong ETag or Last-Modified).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Only "-": continue an existing -o FILE, asking only for the bytes
+    /// after its end (Range), as curl's -C -. The file must be the start of
+    /// the current body; a server that sends it whole again replaces it.
+    #[arg(short = 'C', long = "continue-at", value_name = "-", requires = "output",
+          value_parser = clap::builder::PossibleValuesParser::new(["-"]))]
+    pub continue_at: Option<String>,
+
+    /// Write a body to stdout as it comes. Without it, stdout gets nothing of
+    /// a body until its first MiB has arrived (or all of it, if smaller), so
+    /// that a small body that breaks off is retried with nothing written.
+    /// text/event-stream answers always stream.
+    #[arg(short = 'N', long = "no-buffer")]
+    pub no_buffer: bool,
 
     /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
     /// appended to.
@@ -475,7 +518,9 @@ where
             "the argument '--retry <N>' cannot be used with '--attempts <N>'",
         ));
     }
-    Cli::from_arg_matches(&matches)
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.policy.budget_given = matches.value_source("budget") == Some(ValueSource::CommandLine);
+    Ok(cli)
 }
 
 /// The command with its generated long help; `--help`, completions and the

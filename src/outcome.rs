@@ -26,6 +26,8 @@ pub enum Kind {
     SideEffectUnknown,
     InvalidResponse,
     NoProgress,
+    /// A body broke off after part of it reached stdout.
+    Incomplete,
     /// SIGINT.
     Cancelled,
     /// SIGTERM: reported as `CANCELLED`, with the conventional exit code 143.
@@ -33,7 +35,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Succeeded,
         Kind::InternalError,
         Kind::UsageError,
@@ -44,6 +46,7 @@ impl Kind {
         Kind::SideEffectUnknown,
         Kind::InvalidResponse,
         Kind::NoProgress,
+        Kind::Incomplete,
         Kind::Cancelled,
         Kind::Terminated,
     ];
@@ -60,6 +63,7 @@ impl Kind {
             Kind::SideEffectUnknown => 7,
             Kind::InvalidResponse => 8,
             Kind::NoProgress => 9,
+            Kind::Incomplete => 10,
             Kind::Cancelled => 130,
             Kind::Terminated => 143,
         }
@@ -77,6 +81,7 @@ impl Kind {
             Kind::SideEffectUnknown => "SIDE_EFFECT_UNKNOWN",
             Kind::InvalidResponse => "INVALID_RESPONSE",
             Kind::NoProgress => "NO_PROGRESS",
+            Kind::Incomplete => "INCOMPLETE",
             Kind::Cancelled | Kind::Terminated => "CANCELLED",
         }
     }
@@ -94,6 +99,7 @@ impl Kind {
             Kind::SideEffectUnknown => "a write may have been applied; not replayed",
             Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
             Kind::NoProgress => "the same failing request again; refused unsent",
+            Kind::Incomplete => "the body broke off after part of it reached stdout",
             Kind::Cancelled => "interrupted by SIGINT",
             Kind::Terminated => "terminated by SIGTERM",
         }
@@ -133,6 +139,9 @@ pub struct Record {
     pub failed_body_truncated: bool,
     /// Sentences added to the reason (say, shared state that was unavailable).
     pub notes: Vec<String>,
+    /// Bytes of the body not asked for again: kept from attempts whose
+    /// body broke off (or from `-C -`) and continued with a range request.
+    pub resumed: u64,
 }
 
 impl Record {
@@ -151,6 +160,7 @@ impl Record {
             failed_body: Vec::new(),
             failed_body_truncated: false,
             notes: Vec::new(),
+            resumed: 0,
         }
     }
 }
@@ -197,6 +207,7 @@ pub struct Line {
     pub instruction: String,
     pub error: Option<String>,
     pub history: Vec<HistoryEntry>,
+    pub resumed_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -264,6 +275,7 @@ impl Line {
                     elapsed_ms: ms(a.ended_at),
                 })
                 .collect(),
+            resumed_bytes: record.resumed,
         }
     }
 
@@ -287,6 +299,7 @@ impl Line {
             instruction: "Fix the command line and run it again.".to_string(),
             error: None,
             history: Vec::new(),
+            resumed_bytes: 0,
         }
     }
 
@@ -316,6 +329,13 @@ pub(crate) fn status_text(status: u16) -> String {
 
 /// Seconds for a sentence: `120 s`, `1.5 s`, `0.25 s`, and a tenth of a
 /// second for long spans (`59.997 s` reads `60.0 s`).
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
 fn secs_text(d: Duration) -> String {
     let s = seconds(d);
     if s.fract() == 0.0 {
@@ -341,6 +361,15 @@ impl Words<'_> {
         self.record.attempts.len()
     }
 
+    /// How the last attempt's 2xx body broke off, when it did.
+    fn broke_off(&self) -> Option<String> {
+        let last = self.record.attempts.last()?;
+        let error = last.error.as_deref()?;
+        last.status
+            .filter(|s| (200..300).contains(s))
+            .map(|_| capitalized(error))
+    }
+
     fn reason(&self) -> String {
         let mut reason = match &self.record.why {
             Why::Cancelled => format!(
@@ -357,10 +386,23 @@ impl Words<'_> {
                 "This exact request ended NON_RETRYABLE or INVALID_RESPONSE {times} times in a row in the last 10 minutes; refused without sending it."
             ),
             Why::Decided(why) => match why {
+                StopWhy::Success if self.record.resumed > 0 => format!(
+                    "{} after {} attempt(s); {} of the body resumed, not downloaded again.",
+                    self.what(),
+                    self.attempts(),
+                    crate::units::size_text(self.record.resumed)
+                ),
                 StopWhy::Success => {
                     format!("{} after {} attempt(s).", self.what(), self.attempts())
                 }
-                StopWhy::NonRetryable => format!("{} is not retryable.", self.what()),
+                StopWhy::NonRetryable => match self.broke_off() {
+                    Some(broke) => format!("{broke}; retrying cannot help."),
+                    None => format!("{} is not retryable.", self.what()),
+                },
+                StopWhy::Incomplete => format!(
+                    "{}: stdout is incomplete.",
+                    self.broke_off().unwrap_or_else(|| self.what())
+                ),
                 StopWhy::InvalidResponse => match &self.record.error {
                     Some(detail) => format!("{}, but {detail}.", self.what()),
                     None => format!("{} broke the response contract.", self.what()),
@@ -370,9 +412,10 @@ impl Words<'_> {
                     self.what(),
                     self.context.method
                 ),
-                StopWhy::AttemptsUsed { attempts } => {
-                    format!("Still {} after {attempts} attempt(s).", self.what())
-                }
+                StopWhy::AttemptsUsed { attempts } => match self.broke_off() {
+                    Some(broke) => format!("{broke}, on the last of {attempts} attempt(s)."),
+                    None => format!("Still {} after {attempts} attempt(s).", self.what()),
+                },
                 StopWhy::DelayOverMaxWait { delay, max_wait } => format!(
                     "{}: the server asked to wait {}, longer than --max-wait {}.",
                     self.what(),
@@ -476,6 +519,7 @@ impl Words<'_> {
             ),
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
             Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
+            Kind::Incomplete => "Discard what stdout received: it is only the start of the body. Run again, with -o FILE to keep only a complete body.".to_string(),
             Kind::Cancelled | Kind::Terminated => "The run was interrupted; run it again when ready.".to_string(),
             Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
             Kind::UsageError => "Fix the command line and run it again.".to_string(),
@@ -491,7 +535,7 @@ mod tests {
     #[test]
     fn exit_codes_are_distinct_and_stable() {
         let codes: Vec<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 130, 143]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 130, 143]);
     }
 
     fn context() -> Context {
@@ -530,6 +574,7 @@ mod tests {
             failed_body: vec![],
             failed_body_truncated: false,
             notes: vec![],
+            resumed: 0,
         }
     }
 
@@ -569,7 +614,8 @@ mod tests {
                 "reason",
                 "instruction",
                 "error",
-                "history"
+                "history",
+                "resumed_bytes"
             ]
         );
         assert_eq!(value["retry_after_s"], serde_json::Value::Null);

@@ -39,9 +39,16 @@ pub struct Plan {
     pub settings: Settings,
     pub policy: Policy,
     pub replay: Replay,
-    pub max_time: Duration,
+    pub max_time: Option<Duration>,
     pub connect_timeout: Duration,
+    pub stall: Duration,
+    /// A broken-off 2xx body may be continued with a range request.
+    pub resumable: bool,
     pub output: Option<PathBuf>,
+    /// `-C -`: the existing output file is the start of the body.
+    pub continue_output: bool,
+    /// `-N`: stdout gets every byte as it comes.
+    pub no_buffer: bool,
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
@@ -161,6 +168,9 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if r.json.is_some() {
         headers.push(("Accept".into(), "application/json".into()));
     }
+    if r.compressed {
+        headers.push(("Accept-Encoding".into(), crate::decode::ACCEPTED.into()));
+    }
     let credentials = match (&r.user, &target.userinfo) {
         (Some(user), _) => Some(user.clone()),
         (None, Some(userinfo)) => Some(userinfo.clone()),
@@ -222,6 +232,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let policy = Policy {
         attempts,
         budget: p.budget,
+        hard_budget: p.budget_given,
         max_wait: p.max_wait,
         retry_on: p.retry_on.0.clone(),
         floor: p.floor,
@@ -232,8 +243,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if policy.budget.is_zero() {
         return Err("--budget must be more than 0".into());
     }
-    if r.max_time.is_zero() || r.connect_timeout.is_zero() {
-        return Err("-m/--max-time and --connect-timeout must be more than 0".into());
+    if r.max_time.is_some_and(|m| m.is_zero()) || r.connect_timeout.is_zero() || r.stall.is_zero() {
+        return Err("-m/--max-time, --connect-timeout and --stall must be more than 0".into());
     }
     let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
     let sc = &cli.scope;
@@ -276,8 +287,13 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         breaker_threshold: sc.breaker,
         breaker_cooldown: sc.breaker_cooldown,
         // A probe that has not reported by the end of its attempt is presumed lost.
-        probe_ttl: r.max_time.min(policy.budget) + Duration::from_secs(1),
+        probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
     };
+    // A range of the user's own, or a body held whole for --require, is
+    // never continued.
+    let resumable = method == "GET"
+        && a.require.is_empty()
+        && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("range"));
     Ok(Plan {
         context: Context {
             method: method.clone(),
@@ -296,12 +312,18 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             proxy: r.proxy.clone(),
             insecure: r.insecure,
             cacert: r.cacert.clone(),
+            compressed: r.compressed,
+            max_ratio: r.max_ratio,
         },
         policy,
         replay,
         max_time: r.max_time,
         connect_timeout: r.connect_timeout,
+        stall: r.stall,
+        resumable,
         output: cli.output.output.clone(),
+        continue_output: cli.output.continue_at.is_some(),
+        no_buffer: cli.output.no_buffer,
         outcome_to,
         redactor,
         state,

@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, T
 use crate::http::{Failure, Limits, Reply, Transport};
 use crate::narrate::{Ended, Narrator};
 use crate::plan::Plan;
+use crate::resume;
 use crate::retry::Event;
 
 /// Redraw interval: the countdown's tenths of a second move every tick.
@@ -92,7 +93,7 @@ impl Progress {
             budget_ends: now + plan.policy.budget,
             state: RefCell::new(State {
                 sent_at: now,
-                limit: plan.max_time,
+                limit: plan.policy.budget,
                 ended: None,
                 shown: None,
             }),
@@ -106,9 +107,9 @@ impl Progress {
             Event::Sending { attempt, limits } => {
                 state.clear();
                 state.sent_at = Instant::now();
-                state.limit = limits.total;
+                state.limit = limits.head;
                 self.say(&state, || {
-                    self.narrator.sending(attempt, &self.method, limits.total)
+                    self.narrator.sending(attempt, &self.method, &limits)
                 });
             }
             Event::Answered {
@@ -120,6 +121,11 @@ impl Progress {
                 let error = error.to_string();
                 self.ended(&mut state, attempt, Ended::Failed { error });
             }
+            Event::Resumed {
+                attempt,
+                offset,
+                total,
+            } => self.say(&state, || self.narrator.resumed(attempt, offset, total)),
             Event::Breaker(news) => {
                 if let Some(line) = self.narrator.breaker(news) {
                     self.say(&state, || line);
@@ -230,8 +236,8 @@ pub struct Watched<'a, T> {
 }
 
 impl<T: Transport> Transport for Watched<'_, T> {
-    fn send(&mut self, limits: Limits) -> Result<Reply, Failure> {
-        let mut reply = self.transport.send(limits)?;
+    fn send(&mut self, limits: Limits, resume: Option<&resume::From>) -> Result<Reply, Failure> {
+        let mut reply = self.transport.send(limits, resume)?;
         if self.progress.body_bar {
             let bar = self.progress.download_bar(&reply);
             reply.body = Box::new(Metered {

@@ -281,7 +281,9 @@ pub fn health(observation: Observation, retry_on: &[u16]) -> Health {
             Health::Failure
         }
         Observation::Status { .. } => Health::Alive,
-        Observation::Transport(Phase::BeforeSend | Phase::AfterSend) => Health::Failure,
+        Observation::Transport(Phase::BeforeSend | Phase::AfterSend | Phase::Partial) => {
+            Health::Failure
+        }
         Observation::Transport(Phase::Final) => Health::Alive,
     }
 }
