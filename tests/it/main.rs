@@ -4,6 +4,7 @@
 mod agent;
 mod demo;
 mod docs;
+mod downloads;
 mod env;
 mod faults;
 mod fetch;
