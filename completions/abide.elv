@@ -62,7 +62,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand --continue-at 'Only "-": continue an existing -o FILE, asking only for the bytes after its end (Range), as curl''s -C -. The file must be the start of the current body; a server that sends it whole again replaces it'
             cand --outcome 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to'
             cand --log 'Append an audit log to FILE: one JSON line per event (request, answer or error, wait, outcome), credentials redacted; many runs may share it'
-            cand --max-body 'Largest body kept in the --agent object; sizes like 1KiB, 2MiB (--require checks bodies up to 64MiB)'
+            cand --max-body 'Largest body kept in the --agent object; sizes like 1KiB, 2MiB, at most 4MiB, since the object holds it in memory several times over (--require checks bodies up to 64MiB)'
             cand --require 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried'
             cand --no-progress 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off'
             cand --task 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key'

@@ -330,10 +330,11 @@ pub struct AgentArgs {
     #[arg(long, env = "ABIDE_AGENT", value_parser = FalseyValueParser::new())]
     pub agent: bool,
 
-    /// Largest body kept in the --agent object; sizes like 1KiB, 2MiB
+    /// Largest body kept in the --agent object; sizes like 1KiB, 2MiB, at most
+    /// 4MiB, since the object holds it in memory several times over
     /// (--require checks bodies up to 64MiB).
     #[arg(long = "max-body", value_name = "SIZE", env = "ABIDE_MAX_BODY", default_value = "64KiB",
-          value_parser = crate::units::parse_size)]
+          value_parser = parse_max_body)]
     pub max_body: u64,
 
     /// A 2xx answer succeeds only if its body is JSON with a value (null and
@@ -400,6 +401,20 @@ fn parse_rate(text: &str) -> Result<Rate, String> {
         return Err(bad());
     }
     Ok(Rate { interval })
+}
+
+/// The largest `--max-body`: the agent object holds the body as bytes, as
+/// text and as JSON at once.
+pub const MAX_BODY_CEILING: u64 = 4 << 20;
+
+fn parse_max_body(text: &str) -> Result<u64, String> {
+    let size = crate::units::parse_size(text)?;
+    if size > MAX_BODY_CEILING {
+        return Err(format!(
+            "`{text}` is more than the 4MiB --max-body can keep"
+        ));
+    }
+    Ok(size)
 }
 
 fn parse_pointer(text: &str) -> Result<String, String> {
@@ -621,5 +636,7 @@ mod tests {
         assert_eq!(parse_fraction("0.25"), Ok(0.25));
         assert!(parse_fraction("1.5").is_err());
         assert!(parse_fraction("-0.1").is_err());
+        assert_eq!(parse_max_body("4MiB"), Ok(4 << 20));
+        assert!(parse_max_body("100GiB").is_err());
     }
 }

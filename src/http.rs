@@ -18,14 +18,15 @@ use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, DefaultConnector, NextTimeout, Transport as Wire,
 };
-use ureq::{Agent, Timeout};
+use ureq::{Agent, SendBody, Timeout};
 
 use crate::decision::Phase;
 use crate::decode;
 use crate::resume;
 
 /// What a request carries as its body. Files are streamed on every attempt,
-/// never held in memory; stdin is read once and replayed from memory.
+/// never held in memory; stdin is read once and replayed from memory, or
+/// from the private file it was spooled to (see `plan`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     Empty,
@@ -220,7 +221,11 @@ fn attempt(
                 phase: Phase::Final,
                 message: format!("cannot read {}: {e}", path.display()),
             })?;
-            run_with(agent, parts, file, limits)
+            // A device has no length: it is sent chunked, as it comes.
+            match file.metadata() {
+                Ok(meta) if meta.is_file() => run_with(agent, parts, file, limits),
+                _ => run_with(agent, parts, SendBody::from_owned_reader(file), limits),
+            }
         }
     };
     result.map_err(|e| failure(e, limits))
