@@ -41,7 +41,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand --max-ratio 'With --compressed: stop a body (INVALID_RESPONSE) that decodes to more than RATIO times its encoded size, past its first MiB: a compression bomb'
             cand --attempts 'Total requests at most; 1 means no retry'
             cand --retry 'curl''s spelling: N retries, that is N+1 attempts (wins over ABIDE_ATTEMPTS)'
-            cand --budget 'Wall-clock budget for the whole run, waits and requests together. No wait or attempt is started that would end beyond it. Given on the command line it is a hard limit: the attempt in flight is cut at it. The default (or ABIDE_BUDGET) bounds the retrying and the wait for an answer, but never cuts a 2xx body that keeps flowing: a long download ends when it is done, or when it stalls (--stall)'
+            cand --budget 'Wall-clock budget for the whole run, waits and requests together. No wait that would end beyond it is started, nor any attempt after it. Given on the command line it is a hard limit: the attempt in flight is cut at it. The default (or ABIDE_BUDGET) bounds the retrying and the wait for an answer, but never cuts a 2xx body that keeps flowing: a long download ends when it is done, or when it stalls (--stall)'
             cand --max-wait 'Longest single wait accepted; a longer server delay ends the run at once with BUDGET_EXHAUSTED [default: no limit but the budget]'
             cand --retry-on 'Retryable statuses, comma-separated'
             cand --floor 'Least wait after a server-given delay: Retry-After 0, negative values and past dates wait this long, never zero'

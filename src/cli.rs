@@ -166,7 +166,7 @@ pub struct PolicyArgs {
     pub retry: Option<u32>,
 
     /// Wall-clock budget for the whole run, waits and requests together. No wait
-    /// or attempt is started that would end beyond it. Given on the command line
+    /// that would end beyond it is started, nor any attempt after it. Given on the command line
     /// it is a hard limit: the attempt in flight is cut at it. The default (or
     /// ABIDE_BUDGET) bounds the retrying and the wait for an answer, but never
     /// cuts a 2xx body that keeps flowing: a long download ends when it is
@@ -497,6 +497,8 @@ pub const DECISION_TABLE: &str = "\
 other 4xx and 5xx      NON_RETRYABLE, never retried
 failure before sending retried, whatever the method
 failure after sending  retried if idempotent, else SIDE_EFFECT_UNKNOWN
+2xx body broke off     a GET resumes with Range where the server allows;
+                       INCOMPLETE if part of it reached stdout
 
 x-should-retry or Stripe-Should-Retry: true|false overrides the status.
 Idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and any request
