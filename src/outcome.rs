@@ -517,6 +517,7 @@ impl Words<'_> {
                 "The circuit breaker for this scope is open; {}.",
                 not_before("wait for its cooldown before calling again")
             ),
+            Kind::InvalidResponse if self.record.error.as_deref().is_some_and(|e| e.contains("--max-ratio")) => "The body may be a compression bomb; do not fetch it again, or raise --max-ratio if it is known to compress that well.".to_string(),
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
             Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
             Kind::Incomplete => "Discard what stdout received: it is only the start of the body. Run again, with -o FILE to keep only a complete body.".to_string(),

@@ -196,6 +196,12 @@ impl Progress {
             .header("content-length")
             .filter(|_| reply.header("content-encoding").is_none())
             .and_then(|value| value.trim().parse::<u64>().ok());
+        // The rest of a body that broke off: the bar goes on from where it was.
+        let range = reply
+            .header("content-range")
+            .and_then(resume::content_range)
+            .filter(|r| r.total.is_some() && length.is_some());
+        let length = range.and_then(|r| r.total).or(length);
         let template = match length {
             Some(_) => {
                 "{spinner} {msg} {wide_bar} {bytes}/{total_bytes} · {binary_bytes_per_sec} · {eta} left"
@@ -208,6 +214,10 @@ impl Progress {
         let bar = ProgressBar::with_draw_target(length, ProgressDrawTarget::hidden())
             .with_style(style)
             .with_message(format!("body from {}", self.narrator.host));
+        if let Some(range) = range {
+            bar.set_position(range.first);
+            bar.reset_eta();
+        }
         let mut state = self.state.borrow_mut();
         state.clear();
         state.shown = Some(bar.clone());
