@@ -7,7 +7,10 @@ budget) and with `-m B --attempts 1`; the overshoot of a run is its
 whole-process wall time (start to exit) minus B, so it includes starting
 the process. Prints the median, 90th percentile and maximum of each.
 
-    python3 bench/overshoot.py [--runs N] [--limit SECONDS]
+    python3 bench/overshoot.py [--runs N] [--limit SECONDS] [--abide PATH]
+
+`--abide PATH` measures another build (say, an older one) instead of
+building this one.
 
 Not part of `cargo test`: it builds the release binary and takes about
 runs x limit x 2 seconds.
@@ -72,11 +75,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--limit", type=float, default=2.0)
+    parser.add_argument("--abide", help="a built abide to measure instead of this one")
     args = parser.parse_args()
-    build()
+    if not args.abide:
+        build()
     url = silent_server()
     limit = f"{args.limit}s"
-    base = [ABIDE, "--no-state", "--outcome", "none"]
+    base = [args.abide or ABIDE, "--no-state", "--outcome", "none"]
     print(machine())
     print(f"overshoot past a {limit} limit, waiting for a head that never comes:")
     report("--budget", overshoots(base + ["--budget", limit, url], args.limit, args.runs))

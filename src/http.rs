@@ -57,7 +57,7 @@ pub struct Settings {
 }
 
 /// Time limits for one attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// The answer's head must have arrived within this.
     pub head: Duration,
@@ -481,8 +481,12 @@ fn describe(error: &ureq::Error, stall: Duration) -> String {
 fn timed_out(timeout: Timeout, stall: Duration) -> String {
     match timeout {
         Timeout::Connect => "could not connect in time".into(),
-        Timeout::PerRead | Timeout::PerWrite => format!(
+        Timeout::PerRead => format!(
             "nothing from the server for {} (--stall)",
+            crate::narrate::span(stall)
+        ),
+        Timeout::PerWrite => format!(
+            "the server took nothing of the request for {} (--stall)",
             crate::narrate::span(stall)
         ),
         Timeout::RecvResponse => "no answer from the server in time".into(),

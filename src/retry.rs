@@ -581,6 +581,13 @@ impl Loop<'_> {
             DeliverError::Read(e) => e,
         };
         let held = sink.held();
+        if let Some(dense) = crate::decode::too_dense(&error) {
+            return Undelivered::TooDense(format!(
+                "{dense}: stopped after {}, from {} encoded",
+                size_text(held),
+                size_text(dense.encoded)
+            ));
+        }
         let of = run
             .expected
             .map_or(String::new(), |total| format!(" of {}", size_text(total)));
@@ -591,13 +598,6 @@ impl Loop<'_> {
         } else {
             format!("{kind}: {detail}")
         };
-        if let Some(dense) = crate::decode::too_dense(&error) {
-            return Undelivered::TooDense(format!(
-                "{dense}: stopped after {}, from {} encoded",
-                size_text(held),
-                size_text(dense.encoded)
-            ));
-        }
         let mut message = format!("the body broke off after {}{of}: {cause}", size_text(held));
         let phase = match if_range {
             Some(validator) if self.resumable && held > 0 => {
