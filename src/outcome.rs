@@ -455,7 +455,7 @@ impl Words<'_> {
                 ),
                 StopWhy::WaitOverBudget { wait, left } => format!(
                     "{}: the next wait of {} does not fit the {} left of the budget.",
-                    self.what(),
+                    self.broke_off().unwrap_or_else(|| self.what()),
                     secs_text(*wait),
                     secs_text(*left)
                 ),

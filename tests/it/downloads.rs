@@ -162,6 +162,8 @@ fn the_default_budget_never_cuts_a_body_that_keeps_flowing() {
     let run = super::util::run(&["--no-state", "--budget", "500ms", &server.url()]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert!(start.elapsed() < Duration::from_millis(1200));
+    let reason = run.outcome()["reason"].as_str().unwrap().to_string();
+    assert!(reason.starts_with("The body broke off after"), "{reason}");
     assert!(
         run.stdout.is_empty(),
         "a small body that broke off is never shown"
