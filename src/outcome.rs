@@ -386,6 +386,10 @@ impl Words<'_> {
                 "This exact request ended NON_RETRYABLE or INVALID_RESPONSE {times} times in a row in the last 10 minutes; refused without sending it."
             ),
             Why::Decided(why) => match why {
+                StopWhy::Success if self.status == Some(416) => format!(
+                    "The body was already whole: the server has nothing after its {} (416 Range Not Satisfiable).",
+                    crate::units::size_text(self.record.resumed)
+                ),
                 StopWhy::Success if self.record.resumed > 0 => format!(
                     "{} after {} attempt(s); {} of the body resumed, not downloaded again.",
                     self.what(),

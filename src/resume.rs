@@ -47,6 +47,16 @@ pub fn validator<'a>(
         .map(str::to_string)
 }
 
+/// A 416 to a range asked from the end of the bytes held that names their
+/// length as the whole (`Content-Range: bytes */N`): the body is whole
+/// already, as when `-C -` meets a complete file.
+pub fn already_whole(status: u16, content_range: Option<&str>, held: u64) -> bool {
+    let total = content_range
+        .and_then(|v| v.trim().strip_prefix("bytes */"))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    status == 416 && held > 0 && total == Some(held)
+}
+
 /// A `Content-Range: bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContentRange {
@@ -142,6 +152,15 @@ mod tests {
         ] {
             assert_eq!(content_range(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_416_at_the_end_means_whole() {
+        assert!(already_whole(416, Some("bytes */100"), 100));
+        assert!(!already_whole(416, Some("bytes */101"), 100));
+        assert!(!already_whole(416, None, 100));
+        assert!(!already_whole(416, Some("bytes */0"), 0));
+        assert!(!already_whole(200, Some("bytes */100"), 100));
     }
 
     #[test]

@@ -443,12 +443,21 @@ impl Loop<'_> {
             status: reply.status,
             server,
         });
-        let mut judged = Judged::Verdict(decision::classify(observation, self.replay, self.policy));
+        let range = reply.header("content-range");
+        let whole = run.resume.is_some() && resume::already_whole(reply.status, range, sink.held());
+        let mut judged = Judged::Verdict(if whole {
+            Verdict::Success
+        } else {
+            decision::classify(observation, self.replay, self.policy)
+        });
         let mut error = None;
         run.headers = reply.headers.clone();
         run.failed_body.clear();
         run.failed_body_truncated = false;
-        if matches!(judged, Judged::Verdict(Verdict::Success)) {
+        if whole {
+            run.resume = None;
+            run.resumed += sink.held();
+        } else if matches!(judged, Judged::Verdict(Verdict::Success)) {
             run.expected = length(&reply);
             let delivered = if self.require.is_empty() {
                 self.deliver(&mut reply, sink, run, number, on_event)

@@ -129,6 +129,20 @@ fn continue_at_resumes_an_existing_file() {
     );
     assert_eq!(server.sent(), (body.len() - MIB - 7) as u64);
     assert_eq!(run.outcome()["resumed_bytes"], MIB + 7);
+    // Again, on the now complete file: nothing to ask for, nothing changed.
+    let run = super::util::run(&[
+        "--no-state",
+        "-C",
+        "-",
+        "-o",
+        out.to_str().unwrap(),
+        &server.url(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(sha256(&std::fs::read(&out).unwrap()), sha256(&body));
+    assert_eq!(server.sent(), (body.len() - MIB - 7) as u64);
+    let reason = run.outcome()["reason"].as_str().unwrap().to_string();
+    assert!(reason.starts_with("The body was already whole"), "{reason}");
 }
 
 /// Answers 200 with `chunks` chunks of a body, one every `every`.

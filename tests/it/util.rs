@@ -530,6 +530,13 @@ fn serve_range(
     });
     let current = if_range.is_none_or(|v| v.trim() == "\"v1\"");
     let start = asked.filter(|&n| served.honour_range && current && n < size);
+    if asked == Some(size) && served.honour_range {
+        let out = format!(
+            "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{size}\r\nContent-Length: 0\r\n\r\n"
+        );
+        let _ = stream.write_all(out.as_bytes());
+        return;
+    }
     let mut out = match start {
         Some(n) => format!(
             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {n}-{}/{size}\r\nContent-Length: {}\r\n",
