@@ -167,10 +167,14 @@ impl Sink {
                 if over {
                     held.clear();
                 }
-                let mut out = io::stdout().lock();
-                let result = hold_then_copy(body, &mut out, held, *hold, released);
+                let mut lock = io::stdout().lock();
+                let mut flushed = Flushed(&mut lock);
+                // A stream is flushed as it comes: stdout's line buffer would
+                // keep a piece without a newline from its reader.
+                let out: &mut dyn Write = if *hold == 0 { &mut flushed } else { flushed.0 };
+                let result = hold_then_copy(body, out, held, *hold, released);
                 result.and_then(|n| {
-                    release(&mut out, held, released)?;
+                    release(out, held, released)?;
                     out.flush().map_err(DeliverError::Write)?;
                     Ok(n)
                 })
@@ -226,6 +230,20 @@ impl Sink {
             drop(file);
             let _ = fs::remove_file(temp);
         }
+    }
+}
+
+/// A writer that flushes every write.
+struct Flushed<'a>(&'a mut dyn Write);
+
+impl Write for Flushed<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(buf)?;
+        self.0.flush()?;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
     }
 }
 

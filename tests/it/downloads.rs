@@ -323,3 +323,42 @@ fn encodings_are_asked_for_only_with_compressed_and_bombs_are_stopped() {
     let error = run.outcome()["error"].as_str().unwrap().to_string();
     assert!(error.contains("--max-ratio"), "{error}");
 }
+
+#[test]
+fn a_stream_reaches_stdout_while_it_flows() {
+    use std::io::Read;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    // An event without a newline yet; the server holds the rest until the
+    // reader has seen it (or gives up after 5 s).
+    let seen = Arc::new(AtomicBool::new(false));
+    let told = Arc::clone(&seen);
+    let server = raw(move |mut stream| {
+        read_head(&stream);
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 8\r\n\r\n";
+        let _ = stream.write_all(format!("{head}data").as_bytes());
+        let start = Instant::now();
+        while !told.load(SeqCst) && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = stream.write_all(b": 1\n");
+    });
+    let mut child = abide(&["--no-state", &server.url()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let start = Instant::now();
+    let mut first = [0u8; 4];
+    out.read_exact(&mut first).unwrap();
+    let took = start.elapsed();
+    seen.store(true, SeqCst);
+    assert_eq!(&first, b"data");
+    assert!(
+        took < Duration::from_secs(3),
+        "the first bytes took {took:?}"
+    );
+    assert!(child.wait().unwrap().success());
+}
