@@ -1,6 +1,7 @@
-//! Where the final response body goes: stdout, streamed, or a file that is
-//! written beside its destination and renamed into place only on success, so
-//! a failed run never leaves a partial or clobbered file.
+//! Where the final response body goes: stdout, streamed once its first MiB
+//! is in, or a file that is written beside its destination and renamed into
+//! place only on success, so a failed run never leaves a partial or
+//! clobbered file. Either can take the rest of a body that broke off.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
@@ -164,6 +165,8 @@ impl Sink {
                 held,
                 hold,
             } => {
+                // What was written cannot be taken back (see `clean`).
+                debug_assert!(!over || *released == 0);
                 if over {
                     held.clear();
                 }
