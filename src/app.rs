@@ -158,12 +158,12 @@ fn fetch(cli: &Cli) -> Kind {
     cancel.interrupt_with(transport.interrupter());
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
-        Some(path) => match Sink::file(path) {
+        Some(path) => match Sink::file(path, plan.continue_output) {
             Ok(sink) => sink,
             Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
         },
         None if agent => Sink::capture(plan.max_body),
-        None => Sink::stdout(),
+        None => Sink::stdout(plan.no_buffer),
     };
     let fingerprint = match &shared {
         Some(_) if plan.no_progress > 0 => plan::fingerprint(&plan.request).ok(),
@@ -183,6 +183,8 @@ fn fetch(cli: &Cli) -> Kind {
             replay: plan.replay,
             max_time: plan.max_time,
             connect_timeout: plan.connect_timeout,
+            stall: plan.stall,
+            resumable: plan.resumable,
             redactor: &plan.redactor,
             shared: shared.as_ref(),
             require: &plan.require,
@@ -350,6 +352,14 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
         Event::Failed { attempt, error } => {
             audit.event("error", json!({ "attempt": attempt, "error": error }))
         }
+        Event::Resumed {
+            attempt,
+            offset,
+            total,
+        } => audit.event(
+            "resume",
+            json!({ "attempt": attempt, "offset": offset, "total": total }),
+        ),
         Event::Waiting { wait, retry } => audit.event(
             "wait",
             json!({

@@ -130,10 +130,29 @@ pub struct RequestArgs {
           default_value = "10s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
 
-    /// Longest time for one attempt, never beyond what is left of --budget.
+    /// Hard limit on one attempt, body included, as curl's -m [default: none: a
+    /// stall fails an attempt, and a body that keeps flowing is never cut].
     #[arg(short = 'm', long = "max-time", value_name = "DURATION", env = "ABIDE_MAX_TIME",
-          default_value = "30s", value_parser = parse_duration)]
-    pub max_time: Duration,
+          value_parser = parse_duration)]
+    pub max_time: Option<Duration>,
+
+    /// Longest time without a single byte from the server, while waiting for
+    /// the answer's head or during its body (or without the server taking a
+    /// byte of the request): such an attempt fails, and is retried where safe.
+    #[arg(long, value_name = "DURATION", env = "ABIDE_STALL", default_value = "30s",
+          value_parser = parse_duration)]
+    pub stall: Duration,
+
+    /// Ask for a compressed answer (gzip, deflate, br) and decode it. Without
+    /// it no encoding is asked for, and a body is written as it came.
+    #[arg(long)]
+    pub compressed: bool,
+
+    /// With --compressed: stop a body (INVALID_RESPONSE) that decodes to more
+    /// than RATIO times its encoded size, past its first MiB: a compression bomb.
+    #[arg(long = "max-ratio", value_name = "RATIO", env = "ABIDE_MAX_RATIO", default_value = "100",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_ratio: u64,
 }
 
 #[derive(Args, Debug, Default)]
@@ -149,10 +168,18 @@ pub struct PolicyArgs {
     pub retry: Option<u32>,
 
     /// Wall-clock budget for the whole run, waits and requests together. No wait
-    /// is started that would end beyond it; the attempt in flight is cut at it.
+    /// that would end beyond it is started, nor any attempt after it. Given on the command line
+    /// it is a hard limit: the attempt in flight is cut at it. The default (or
+    /// ABIDE_BUDGET) bounds the retrying and the wait for an answer, but never
+    /// cuts a 2xx body that keeps flowing: a long download ends when it is
+    /// done, or when it stalls (--stall).
     #[arg(long, value_name = "DURATION", env = "ABIDE_BUDGET", default_value = "60s",
           alias = "retry-max-time", value_parser = parse_duration)]
     pub budget: Duration,
+
+    /// Whether --budget was given on the command line (set by `parse_from`).
+    #[arg(skip)]
+    pub budget_given: bool,
 
     /// Longest single wait accepted; a longer server delay ends the run at once
     /// with BUDGET_EXHAUSTED [default: no limit but the budget].
@@ -255,9 +282,25 @@ pub struct ScopeArgs {
 #[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Write the body to FILE (via a temporary file renamed on success, so a
-    /// failed run leaves any existing FILE untouched).
+    /// failed run leaves any existing FILE untouched). A GET whose body breaks
+    /// off is resumed where it broke off when the server allows it
+    /// (Accept-Ranges: bytes, and a strong ETag or Last-Modified).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Only "-": continue an existing -o FILE, asking only for the bytes
+    /// after its end (Range), as curl's -C -. The file must be the start of
+    /// the current body; a server that sends it whole again replaces it.
+    #[arg(short = 'C', long = "continue-at", value_name = "-", requires = "output",
+          value_parser = clap::builder::PossibleValuesParser::new(["-"]))]
+    pub continue_at: Option<String>,
+
+    /// Write a body to stdout as it comes. Without it, stdout gets nothing of
+    /// a body until its first MiB has arrived (or all of it, if smaller), so
+    /// that a small body that breaks off is retried with nothing written.
+    /// text/event-stream answers always stream.
+    #[arg(short = 'N', long = "no-buffer")]
+    pub no_buffer: bool,
 
     /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
     /// appended to.
@@ -293,10 +336,11 @@ pub struct AgentArgs {
     #[arg(long, env = "ABIDE_AGENT", value_parser = FalseyValueParser::new())]
     pub agent: bool,
 
-    /// Largest body kept in the --agent object; sizes like 1KiB, 2MiB
+    /// Largest body kept in the --agent object; sizes like 1KiB, 2MiB, at most
+    /// 4MiB, since the object holds it in memory several times over
     /// (--require checks bodies up to 64MiB).
     #[arg(long = "max-body", value_name = "SIZE", env = "ABIDE_MAX_BODY", default_value = "64KiB",
-          value_parser = crate::units::parse_size)]
+          value_parser = parse_max_body)]
     pub max_body: u64,
 
     /// A 2xx answer succeeds only if its body is JSON with a value (null and
@@ -365,6 +409,20 @@ fn parse_rate(text: &str) -> Result<Rate, String> {
         return Err(bad());
     }
     Ok(Rate { interval })
+}
+
+/// The largest `--max-body`: the agent object holds the body as bytes, as
+/// text and as JSON at once.
+pub const MAX_BODY_CEILING: u64 = 4 << 20;
+
+fn parse_max_body(text: &str) -> Result<u64, String> {
+    let size = crate::units::parse_size(text)?;
+    if size > MAX_BODY_CEILING {
+        return Err(format!(
+            "`{text}` is more than the 4MiB --max-body can keep"
+        ));
+    }
+    Ok(size)
 }
 
 fn parse_pointer(text: &str) -> Result<String, String> {
@@ -447,6 +505,8 @@ pub const DECISION_TABLE: &str = "\
 other 4xx and 5xx      NON_RETRYABLE, never retried
 failure before sending retried, whatever the method
 failure after sending  retried if idempotent, else SIDE_EFFECT_UNKNOWN
+2xx body broke off     a GET resumes with Range where the server allows;
+                       INCOMPLETE if part of it reached stdout
 
 x-should-retry or Stripe-Should-Retry: true|false overrides the status.
 Idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and any request
@@ -483,7 +543,9 @@ where
             "the argument '--retry <N>' cannot be used with '--attempts <N>'",
         ));
     }
-    Cli::from_arg_matches(&matches)
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.policy.budget_given = matches.value_source("budget") == Some(ValueSource::CommandLine);
+    Ok(cli)
 }
 
 /// The command with its generated long help; `--help`, completions and the
@@ -584,5 +646,7 @@ mod tests {
         assert_eq!(parse_fraction("0.25"), Ok(0.25));
         assert!(parse_fraction("1.5").is_err());
         assert!(parse_fraction("-0.1").is_err());
+        assert_eq!(parse_max_body("4MiB"), Ok(4 << 20));
+        assert!(parse_max_body("100GiB").is_err());
     }
 }

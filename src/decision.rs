@@ -17,6 +17,9 @@ use crate::scope;
 pub struct Policy {
     pub attempts: u32,
     pub budget: Duration,
+    /// A budget the user gave cuts everything at its end; the default one
+    /// bounds the retrying but never cuts a 2xx body that keeps flowing.
+    pub hard_budget: bool,
     pub max_wait: Option<Duration>,
     pub retry_on: Vec<u16>,
     pub floor: Duration,
@@ -30,6 +33,7 @@ impl Default for Policy {
         Policy {
             attempts: 4,
             budget: Duration::from_secs(60),
+            hard_budget: false,
             max_wait: None,
             retry_on: vec![408, 429, 500, 502, 503, 504],
             floor: Duration::from_secs(1),
@@ -68,9 +72,12 @@ pub enum Phase {
     /// The request may have been processed: timeout awaiting the answer,
     /// reset, closed connection, a body that broke off.
     AfterSend,
-    /// Retrying cannot help or cannot be done cleanly (too many redirects,
-    /// part of the body already written to stdout).
+    /// Retrying cannot help (too many redirects, a bad URL).
     Final,
+    /// A 2xx body broke off after part of it was written where it cannot
+    /// be taken back (stdout), and the rest cannot be asked for: retrying
+    /// would write its start twice.
+    Partial,
 }
 
 /// What one attempt produced, as far as the decision table cares.
@@ -96,6 +103,8 @@ pub enum Verdict {
     /// A 2xx whose body breaks the `--require` contract: asking again would
     /// get the same answer.
     Invalid,
+    /// A body that broke off, of which stdout got only a part.
+    Incomplete,
 }
 
 /// Statuses a non-idempotent request may still be retried on: the server
@@ -131,6 +140,10 @@ pub fn classify(observation: Observation, replay: Replay, policy: &Policy) -> Ve
         // Retrying cannot help; but a write may have been applied all the same.
         Observation::Transport(Phase::Final) => match replay {
             Replay::Safe => Verdict::NonRetryable,
+            Replay::Unsafe => Verdict::SideEffectUnknown,
+        },
+        Observation::Transport(Phase::Partial) => match replay {
+            Replay::Safe => Verdict::Incomplete,
             Replay::Unsafe => Verdict::SideEffectUnknown,
         },
     }
@@ -180,6 +193,9 @@ pub enum StopWhy {
     Success,
     /// The answer broke the response contract (details in the record's error).
     InvalidResponse,
+    /// The body broke off after part of it reached stdout (details in the
+    /// record's error).
+    Incomplete,
     NonRetryable,
     SideEffectUnknown,
     AttemptsUsed {
@@ -246,6 +262,7 @@ pub fn next_step(
             );
         }
         Verdict::Invalid => return stop(Kind::InvalidResponse, StopWhy::InvalidResponse, None),
+        Verdict::Incomplete => return stop(Kind::Incomplete, StopWhy::Incomplete, None),
         Verdict::Retryable => {}
     }
     if progress.attempt >= policy.attempts {
@@ -428,6 +445,8 @@ mod tests {
             (Transport(AfterSend), Unsafe, SideEffectUnknown),
             (Transport(Final), Safe, NonRetryable),
             (Transport(Final), Unsafe, SideEffectUnknown),
+            (Transport(Partial), Safe, Incomplete),
+            (Transport(Partial), Unsafe, SideEffectUnknown),
         ];
         for (observation, replay, verdict) in rows {
             assert_eq!(

@@ -26,7 +26,7 @@ pub enum Generate {
 
 /// The outcome line's fields in order, with what each means; a test checks
 /// them against a real outcome line, so the man page cannot drift from it.
-pub const OUTCOME_FIELDS: [(&str, &str); 17] = [
+pub const OUTCOME_FIELDS: [(&str, &str); 18] = [
     (
         "outcome",
         "SUCCEEDED, NON_RETRYABLE, RETRY_EXHAUSTED, BUDGET_EXHAUSTED, CIRCUIT_OPEN, \
@@ -70,6 +70,11 @@ pub const OUTCOME_FIELDS: [(&str, &str); 17] = [
         "history",
         "one object per attempt: attempt, status, error, retry_after_s, wait_ms (the wait \
          that followed it), elapsed_ms (from the start of the run to the end of the attempt).",
+    ),
+    (
+        "resumed_bytes",
+        "bytes of the body not downloaded again: kept from an attempt whose body broke off \
+         (or from -C -) and continued with a range request.",
     ),
 ];
 

@@ -11,16 +11,22 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
-use ureq::{Agent, Timeout};
+use ureq::unversioned::transport::{
+    Buffers, ConnectionDetails, Connector, DefaultConnector, NextTimeout, Transport as Wire,
+};
+use ureq::{Agent, SendBody, Timeout};
 
 use crate::decision::Phase;
+use crate::decode;
+use crate::resume;
 
 /// What a request carries as its body. Files are streamed on every attempt,
-/// never held in memory; stdin is read once and replayed from memory.
+/// never held in memory; stdin is read once and replayed from memory, or
+/// from the private file it was spooled to (see `plan`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     Empty,
@@ -44,19 +50,31 @@ pub struct Settings {
     pub proxy: Option<String>,
     pub insecure: bool,
     pub cacert: Option<PathBuf>,
+    /// `--compressed`: decode gzip, deflate and br bodies, at most
+    /// `max_ratio` times their encoded size.
+    pub compressed: bool,
+    pub max_ratio: u64,
 }
 
 /// Time limits for one attempt.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    pub total: Duration,
+    /// The answer's head must have arrived within this.
+    pub head: Duration,
+    /// The whole attempt, body included, ends within this; `None` lets a
+    /// body that keeps flowing take as long as it takes.
+    pub total: Option<Duration>,
     pub connect: Duration,
+    /// The longest time without a byte, waiting for the head or the body.
+    pub stall: Duration,
 }
 
 /// An HTTP answer: status, headers (names lower-cased) and a streaming body.
 pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
+    /// The body is decoded from its Content-Encoding (`--compressed`).
+    pub decoded: bool,
     pub body: Box<dyn Read>,
 }
 
@@ -76,9 +94,10 @@ pub struct Failure {
     pub message: String,
 }
 
-/// Sends one attempt; the retry loop sees only this.
+/// Sends one attempt, asking for the rest of a body from `resume` when
+/// given; the retry loop sees only this.
 pub trait Transport {
-    fn send(&mut self, limits: Limits) -> Result<Reply, Failure>;
+    fn send(&mut self, limits: Limits, resume: Option<&resume::From>) -> Result<Reply, Failure>;
 }
 
 /// The real transport, over ureq.
@@ -87,6 +106,8 @@ pub struct Http {
     /// Shared with the thread of the attempt in flight.
     request: Arc<Request>,
     interrupted: Arc<AtomicBool>,
+    compressed: bool,
+    max_ratio: u64,
 }
 
 /// The size of ureq's read buffer, and of the sink's copy buffer.
@@ -134,10 +155,17 @@ impl Http {
             let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
             config = config.proxy(Some(proxy));
         }
+        let connector = DefaultConnector::default().chain(ResetIsNoEnd);
         Ok(Http {
-            agent: config.build().new_agent(),
+            agent: Agent::with_parts(
+                config.build(),
+                connector,
+                ureq::unversioned::resolver::DefaultResolver::default(),
+            ),
             request: Arc::new(request),
             interrupted: Arc::default(),
+            compressed: settings.compressed,
+            max_ratio: settings.max_ratio,
         })
     }
 
@@ -167,12 +195,16 @@ fn attempt(
     agent: &Agent,
     request: &Request,
     limits: Limits,
+    resume: Option<&resume::From>,
 ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
     let mut builder = ureq::http::Request::builder()
         .method(request.method.as_str())
         .uri(request.url.as_str());
     for (name, value) in &request.headers {
         builder = builder.header(name.as_str(), value.as_str());
+    }
+    for (name, value) in resume.iter().flat_map(|from| from.headers()) {
+        builder = builder.header(name, value);
     }
     let (parts, ()) = builder
         .body(())
@@ -189,10 +221,14 @@ fn attempt(
                 phase: Phase::Final,
                 message: format!("cannot read {}: {e}", path.display()),
             })?;
-            run_with(agent, parts, file, limits)
+            // A device has no length: it is sent chunked, as it comes.
+            match file.metadata() {
+                Ok(meta) if meta.is_file() => run_with(agent, parts, file, limits),
+                _ => run_with(agent, parts, SendBody::from_owned_reader(file), limits),
+            }
         }
     };
-    result.map_err(failure)
+    result.map_err(|e| failure(e, limits))
 }
 
 fn run_with(
@@ -201,27 +237,33 @@ fn run_with(
     body: impl ureq::AsSendBody,
     limits: Limits,
 ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+    // The head's deadline is kept by the caller (see `send`); ureq keeps
+    // the hard limit of a whole attempt, body included, and the stall.
     let request = agent
         .configure_request(ureq::http::Request::from_parts(parts, body))
-        .timeout_global(Some(limits.total))
-        .timeout_connect(Some(limits.connect.min(limits.total)))
+        .timeout_global(limits.total)
+        .timeout_connect(Some(limits.connect.min(limits.head)))
+        .timeout_per_read(Some(limits.stall))
+        .timeout_per_write(Some(limits.stall))
         .build();
     agent.run(request)
 }
 
 impl Transport for Http {
-    fn send(&mut self, limits: Limits) -> Result<Reply, Failure> {
+    fn send(&mut self, limits: Limits, resume: Option<&resume::From>) -> Result<Reply, Failure> {
         if self.interrupted.load(Ordering::SeqCst) {
             return Err(self.interrupted());
         }
+        let deadline = Instant::now() + limits.head;
         let (done, result) = mpsc::sync_channel(1);
         let agent = self.agent.clone();
         let request = Arc::clone(&self.request);
+        let resume = resume.cloned();
         std::thread::Builder::new()
             .name("abide-attempt".into())
             .spawn(move || {
                 // The caller may have stopped listening; that is fine.
-                let _ = done.send(attempt(&agent, &request, limits));
+                let _ = done.send(attempt(&agent, &request, limits, resume.as_ref()));
             })
             .map_err(|e| Failure {
                 phase: Phase::BeforeSend,
@@ -235,6 +277,15 @@ impl Transport for Http {
                 Err(mpsc::RecvTimeoutError::Timeout) if self.interrupted.load(Ordering::SeqCst) => {
                     return Err(self.interrupted());
                 }
+                // Kept here rather than by ureq, whose timers a server that
+                // accepts and never answers overran by up to two seconds.
+                // The attempt's thread is abandoned like an interrupted one.
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    return Err(Failure {
+                        phase: Phase::AfterSend,
+                        message: "timeout: no answer from the server in time".into(),
+                    });
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(Failure {
@@ -245,7 +296,7 @@ impl Transport for Http {
             }
         };
         let status = response.status().as_u16();
-        let headers = response
+        let headers: Vec<(String, String)> = response
             .headers()
             .iter()
             .map(|(name, value)| {
@@ -255,13 +306,24 @@ impl Transport for Http {
                 )
             })
             .collect();
+        let body = Box::new(Interruptible {
+            body: response.into_body().into_reader(),
+            interrupted: Arc::clone(&self.interrupted),
+            stall: limits.stall,
+        });
+        let encoding = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
+            .map(|(_, v)| v.as_str());
+        let (decoded, body) = match encoding.filter(|_| self.compressed) {
+            Some(encoding) => decode::decoder(encoding, body, self.max_ratio),
+            None => (false, body as Box<dyn Read>),
+        };
         Ok(Reply {
             status,
             headers,
-            body: Box::new(Interruptible {
-                body: response.into_body().into_reader(),
-                interrupted: Arc::clone(&self.interrupted),
-            }),
+            decoded,
+            body,
         })
     }
 }
@@ -269,9 +331,11 @@ impl Transport for Http {
 /// A response body that fails once the run is interrupted. Shutting the
 /// connection down can look like a clean end of a body that has no
 /// Content-Length; this makes sure a cut body never passes for a whole one.
+/// It also turns ureq's errors into ones that say what happened.
 struct Interruptible<R> {
     body: R,
     interrupted: Arc<AtomicBool>,
+    stall: Duration,
 }
 
 impl<R: Read> Read for Interruptible<R> {
@@ -280,12 +344,90 @@ impl<R: Read> Read for Interruptible<R> {
         if self.interrupted.load(Ordering::SeqCst) {
             return Err(io::Error::other("interrupted"));
         }
-        read
+        read.map_err(|e| {
+            let timeout = e.get_ref().and_then(|inner| match inner.downcast_ref() {
+                Some(ureq::Error::Timeout(t)) => Some(*t),
+                _ => None,
+            });
+            match timeout {
+                Some(t) => io::Error::new(io::ErrorKind::TimedOut, timed_out(t, self.stall)),
+                None if is_reset(&e) => io::ErrorKind::ConnectionReset.into(),
+                None => e,
+            }
+        })
+    }
+}
+
+/// A connector whose connections report a TCP reset as an error. ureq
+/// takes a reset for the end of a body that ends when the connection
+/// closes (HTTP/1.0 without Content-Length), and would pass a truncated
+/// body for a whole one; only a clean close (FIN) ends such a body.
+#[derive(Debug)]
+struct ResetIsNoEnd;
+
+impl Connector<Box<dyn Wire>> for ResetIsNoEnd {
+    type Out = ResetAware;
+
+    fn connect(
+        &self,
+        _: &ConnectionDetails,
+        chained: Option<Box<dyn Wire>>,
+    ) -> Result<Option<ResetAware>, ureq::Error> {
+        Ok(chained.map(ResetAware))
+    }
+}
+
+#[derive(Debug)]
+struct ResetAware(Box<dyn Wire>);
+
+/// A reset, in a form ureq does not read as a close.
+#[derive(Debug)]
+struct Reset;
+
+impl std::fmt::Display for Reset {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("connection reset")
+    }
+}
+
+impl std::error::Error for Reset {}
+
+fn is_reset(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|inner| inner.is::<Reset>())
+}
+
+impl Wire for ResetAware {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        self.0.buffers()
+    }
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.0.transmit_output(amount, timeout)
+    }
+    fn maybe_await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.0.maybe_await_input(timeout).map_err(reset_is_no_end)
+    }
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.0.await_input(timeout).map_err(reset_is_no_end)
+    }
+    fn is_open(&mut self) -> bool {
+        self.0.is_open()
+    }
+    fn is_tls(&self) -> bool {
+        self.0.is_tls()
+    }
+}
+
+fn reset_is_no_end(error: ureq::Error) -> ureq::Error {
+    match error {
+        ureq::Error::Io(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+            ureq::Error::Io(io::Error::other(Reset))
+        }
+        other => other,
     }
 }
 
 /// Sorts a ureq error by whether the server may have seen the request.
-fn failure(error: ureq::Error) -> Failure {
+fn failure(error: ureq::Error, limits: Limits) -> Failure {
     use ureq::Error as E;
     let phase = match &error {
         E::HostNotFound
@@ -309,7 +451,7 @@ fn failure(error: ureq::Error) -> Failure {
     };
     Failure {
         phase,
-        message: describe(&error),
+        message: describe(&error, limits.stall),
     }
 }
 
@@ -325,16 +467,9 @@ fn before_send(error: &io::Error) -> bool {
     )
 }
 
-fn describe(error: &ureq::Error) -> String {
+fn describe(error: &ureq::Error, stall: Duration) -> String {
     match error {
-        ureq::Error::Timeout(Timeout::Global) => "timeout: the attempt ran out of time".into(),
-        ureq::Error::Timeout(Timeout::Connect) => "timeout: could not connect in time".into(),
-        ureq::Error::Timeout(Timeout::RecvResponse) => {
-            "timeout: no answer from the server in time".into()
-        }
-        ureq::Error::Timeout(Timeout::RecvBody) => {
-            "timeout: the body did not arrive in time".into()
-        }
+        ureq::Error::Timeout(t) => format!("timeout: {}", timed_out(*t, stall)),
         ureq::Error::Io(io) => match io_kind(io) {
             "i/o error" => format!("i/o error: {io}"),
             kind => kind.to_string(),
@@ -343,9 +478,28 @@ fn describe(error: &ureq::Error) -> String {
     }
 }
 
+fn timed_out(timeout: Timeout, stall: Duration) -> String {
+    match timeout {
+        Timeout::Connect => "could not connect in time".into(),
+        Timeout::PerRead => format!(
+            "nothing from the server for {} (--stall)",
+            crate::narrate::span(stall)
+        ),
+        Timeout::PerWrite => format!(
+            "the server took nothing of the request for {} (--stall)",
+            crate::narrate::span(stall)
+        ),
+        Timeout::RecvResponse => "no answer from the server in time".into(),
+        _ => "the attempt ran out of time".into(),
+    }
+}
+
 /// The kind of a body read error, as the run reports and classifies it.
 pub fn io_kind(error: &io::Error) -> &'static str {
     use io::ErrorKind as K;
+    if is_reset(error) {
+        return "connection reset";
+    }
     match error.kind() {
         K::ConnectionRefused => "connection refused",
         K::ConnectionReset => "connection reset",

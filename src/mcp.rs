@@ -456,6 +456,7 @@ fn output_schema() -> JsonObject {
             "instruction": {"type": "string"},
             "error": nullable("string"),
             "history": {"type": "array", "items": {"type": "object"}},
+            "resumed_bytes": {"type": "integer"},
             "body": {},
             "body_truncated": {"type": "boolean"},
             "headers": {"type": "object", "additionalProperties": {"type": "string"}}

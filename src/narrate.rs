@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use crate::decision::{Policy, Wait, WaitCause};
 use crate::delay::{self, ServerDelay};
+use crate::http::Limits;
 use crate::outcome::{rfc3339, status_text};
 use crate::scope::{self, BreakerNews, GateCause, Level};
+use crate::units::size_text;
 
 /// An error message longer than this is cut in the countdown, which must fit
 /// on one terminal line next to the times.
@@ -22,7 +24,7 @@ pub struct Narrator {
     pub scope: String,
     pub policy: Policy,
     /// `-m`: an attempt given less than this was cut by the budget.
-    pub max_time: Duration,
+    pub max_time: Option<Duration>,
 }
 
 /// How an attempt ended, as far as the sentences care.
@@ -101,12 +103,28 @@ fn open_breaker(level: Level) -> &'static str {
 impl Narrator {
     /// `-v`: one line when an attempt starts, so that a slow or hanging one
     /// shows what it is waiting for.
-    pub fn sending(&self, attempt: u32, method: &str, limit: Duration) -> String {
+    pub fn sending(&self, attempt: u32, method: &str, limits: &Limits) -> String {
+        let limit = match limits.total {
+            Some(total) => format!("{} at most", span(total)),
+            None => format!(
+                "an answer within {}, then the body for as long as it flows",
+                span(limits.head)
+            ),
+        };
         format!(
-            "attempt {attempt}/{}: {method} to {}, {} at most",
+            "attempt {attempt}/{}: {method} to {}, {limit}",
+            self.policy.attempts, self.host,
+        )
+    }
+
+    /// `-v`: the answer continues a body that broke off.
+    pub fn resumed(&self, attempt: u32, offset: u64, total: Option<u64>) -> String {
+        let of = total.map_or(String::new(), |t| format!(" of {}", size_text(t)));
+        format!(
+            "attempt {attempt}/{}: resuming the body at {}{of}; {} not downloaded again",
             self.policy.attempts,
-            self.host,
-            span(limit)
+            size_text(offset),
+            size_text(offset)
         )
     }
 
@@ -127,7 +145,10 @@ impl Narrator {
                 )
             }
             Ended::Failed { ref error } => {
-                let cut = if limit < self.max_time {
+                // It ran to its limit, which the budget had made shorter.
+                let cut = if took >= limit.saturating_sub(Duration::from_millis(100))
+                    && self.max_time.is_none_or(|max| limit < max)
+                {
                     format!(
                         " (the attempt had {}, what was left of the budget)",
                         span(limit)
@@ -271,20 +292,38 @@ mod tests {
     const S: fn(u64) -> Duration = Duration::from_secs;
     const MS: fn(u64) -> Duration = Duration::from_millis;
 
+    fn limits(total: Option<Duration>) -> Limits {
+        Limits {
+            head: S(60),
+            total,
+            connect: S(10),
+            stall: S(30),
+        }
+    }
+
     fn narrator() -> Narrator {
         Narrator {
             host: "api.example.com".into(),
             scope: "https://api.example.com:443".into(),
             policy: Policy::default(),
-            max_time: S(30),
+            max_time: Some(S(30)),
         }
     }
 
     #[test]
     fn sending() {
         assert_eq!(
-            narrator().sending(2, "POST", S(30)),
+            narrator().sending(2, "POST", &limits(Some(S(30)))),
             "attempt 2/4: POST to api.example.com, 30.0s at most"
+        );
+        assert_eq!(
+            narrator().sending(1, "GET", &limits(None)),
+            "attempt 1/4: GET to api.example.com, an answer within 1m00s, \
+             then the body for as long as it flows"
+        );
+        assert_eq!(
+            narrator().resumed(2, 10 << 20, Some(20 << 20)),
+            "attempt 2/4: resuming the body at 10.0 MiB of 20.0 MiB; 10.0 MiB not downloaded again"
         );
     }
 

@@ -26,6 +26,8 @@ pub enum Kind {
     SideEffectUnknown,
     InvalidResponse,
     NoProgress,
+    /// A body broke off after part of it reached stdout.
+    Incomplete,
     /// SIGINT.
     Cancelled,
     /// SIGTERM, SIGHUP and SIGQUIT: reported as `CANCELLED` too, each with
@@ -36,7 +38,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 15] = [
         Kind::Succeeded,
         Kind::InternalError,
         Kind::UsageError,
@@ -47,6 +49,7 @@ impl Kind {
         Kind::SideEffectUnknown,
         Kind::InvalidResponse,
         Kind::NoProgress,
+        Kind::Incomplete,
         Kind::HungUp,
         Kind::Cancelled,
         Kind::Quit,
@@ -65,6 +68,7 @@ impl Kind {
             Kind::SideEffectUnknown => 7,
             Kind::InvalidResponse => 8,
             Kind::NoProgress => 9,
+            Kind::Incomplete => 11,
             Kind::HungUp => 129,
             Kind::Cancelled => 130,
             Kind::Quit => 131,
@@ -104,6 +108,7 @@ impl Kind {
             Kind::SideEffectUnknown => "SIDE_EFFECT_UNKNOWN",
             Kind::InvalidResponse => "INVALID_RESPONSE",
             Kind::NoProgress => "NO_PROGRESS",
+            Kind::Incomplete => "INCOMPLETE",
             Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "CANCELLED",
         }
     }
@@ -123,6 +128,7 @@ impl Kind {
             Kind::SideEffectUnknown => "a write may have been applied; not replayed",
             Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
             Kind::NoProgress => "the same failing request again; refused unsent",
+            Kind::Incomplete => "the body broke off after part of it reached stdout",
             Kind::HungUp => "hung up (SIGHUP); abide then ends by the signal",
             Kind::Cancelled => "interrupted by SIGINT; abide then ends by the signal",
             Kind::Quit => "quit (SIGQUIT); abide then ends by the signal",
@@ -164,6 +170,9 @@ pub struct Record {
     pub failed_body_truncated: bool,
     /// Sentences added to the reason (say, shared state that was unavailable).
     pub notes: Vec<String>,
+    /// Bytes of the body not asked for again: kept from attempts whose
+    /// body broke off (or from `-C -`) and continued with a range request.
+    pub resumed: u64,
 }
 
 impl Record {
@@ -182,6 +191,7 @@ impl Record {
             failed_body: Vec::new(),
             failed_body_truncated: false,
             notes: Vec::new(),
+            resumed: 0,
         }
     }
 }
@@ -228,6 +238,7 @@ pub struct Line {
     pub instruction: String,
     pub error: Option<String>,
     pub history: Vec<HistoryEntry>,
+    pub resumed_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -298,6 +309,7 @@ impl Line {
                     elapsed_ms: ms(a.ended_at),
                 })
                 .collect(),
+            resumed_bytes: record.resumed,
         }
     }
 
@@ -321,6 +333,7 @@ impl Line {
             instruction: "Fix the command line and run it again.".to_string(),
             error: None,
             history: Vec::new(),
+            resumed_bytes: 0,
         }
     }
 
@@ -350,6 +363,13 @@ pub(crate) fn status_text(status: u16) -> String {
 
 /// Seconds for a sentence: `120 s`, `1.5 s`, `0.25 s`, and a tenth of a
 /// second for long spans (`59.997 s` reads `60.0 s`).
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
 fn secs_text(d: Duration) -> String {
     let s = seconds(d);
     if s.fract() == 0.0 {
@@ -419,6 +439,15 @@ impl Words<'_> {
         self.record.attempts.len()
     }
 
+    /// How the last attempt's 2xx body broke off, when it did.
+    fn broke_off(&self) -> Option<String> {
+        let last = self.record.attempts.last()?;
+        let error = last.error.as_deref()?;
+        last.status
+            .filter(|s| (200..300).contains(s))
+            .map(|_| capitalized(error))
+    }
+
     fn reason(&self) -> String {
         let mut reason = match &self.record.why {
             Why::Cancelled => format!(
@@ -435,10 +464,27 @@ impl Words<'_> {
                 "This exact request ended NON_RETRYABLE or INVALID_RESPONSE {times} times in a row in the last 10 minutes; refused without sending it."
             ),
             Why::Decided(why) => match why {
+                StopWhy::Success if self.status == Some(416) => format!(
+                    "The body was already whole: the server has nothing after its {} (416 Range Not Satisfiable).",
+                    crate::units::size_text(self.record.resumed)
+                ),
+                StopWhy::Success if self.record.resumed > 0 => format!(
+                    "{} after {} attempt(s); {} of the body resumed, not downloaded again.",
+                    self.what(),
+                    self.attempts(),
+                    crate::units::size_text(self.record.resumed)
+                ),
                 StopWhy::Success => {
                     format!("{} after {} attempt(s).", self.what(), self.attempts())
                 }
-                StopWhy::NonRetryable => format!("{} is not retryable.", self.what()),
+                StopWhy::NonRetryable => match self.broke_off() {
+                    Some(broke) => format!("{broke}; retrying cannot help."),
+                    None => format!("{} is not retryable.", self.what()),
+                },
+                StopWhy::Incomplete => format!(
+                    "{}: stdout is incomplete.",
+                    self.broke_off().unwrap_or_else(|| self.what())
+                ),
                 StopWhy::InvalidResponse => match &self.record.error {
                     Some(detail) => format!("{}, but {detail}.", self.what()),
                     None => format!("{} broke the response contract.", self.what()),
@@ -448,9 +494,10 @@ impl Words<'_> {
                     self.what(),
                     self.context.method
                 ),
-                StopWhy::AttemptsUsed { attempts } => {
-                    format!("Still {} after {attempts} attempt(s).", self.what())
-                }
+                StopWhy::AttemptsUsed { attempts } => match self.broke_off() {
+                    Some(broke) => format!("{broke}, on the last of {attempts} attempt(s)."),
+                    None => format!("Still {} after {attempts} attempt(s).", self.what()),
+                },
                 StopWhy::DelayOverMaxWait { delay, max_wait } => format!(
                     "{}: the server asked to wait {}, longer than --max-wait {}.",
                     self.what(),
@@ -501,7 +548,7 @@ impl Words<'_> {
                 ),
                 StopWhy::WaitOverBudget { wait, left } => format!(
                     "{}: the next wait of {} does not fit the {} left of the budget.",
-                    self.what(),
+                    self.broke_off().unwrap_or_else(|| self.what()),
                     secs_text(*wait),
                     secs_text(*left)
                 ),
@@ -575,8 +622,10 @@ impl Words<'_> {
                     self.not_before_for(&subject)
                 )
             }
+            Kind::InvalidResponse if self.record.error.as_deref().is_some_and(|e| e.contains("--max-ratio")) => "The body may be a compression bomb; do not fetch it again, or raise --max-ratio if it is known to compress that well.".to_string(),
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
             Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
+            Kind::Incomplete => "Discard what stdout received: it is only the start of the body. Run again, with -o FILE to keep only a complete body.".to_string(),
             Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "The run was interrupted; run it again when ready.".to_string(),
             Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
             Kind::UsageError => "Fix the command line and run it again.".to_string(),
@@ -592,7 +641,10 @@ mod tests {
     #[test]
     fn exit_codes_are_distinct_and_stable() {
         let codes: Vec<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 129, 130, 131, 143]);
+        assert_eq!(
+            codes,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 129, 130, 131, 143]
+        );
         for kind in Kind::ALL {
             if let Some(signal) = kind.signal() {
                 assert_eq!(i32::from(kind.exit_code()), 128 + signal, "{kind:?}");
@@ -637,6 +689,7 @@ mod tests {
             failed_body: vec![],
             failed_body_truncated: false,
             notes: vec![],
+            resumed: 0,
         }
     }
 
@@ -676,7 +729,8 @@ mod tests {
                 "reason",
                 "instruction",
                 "error",
-                "history"
+                "history",
+                "resumed_bytes"
             ]
         );
         assert_eq!(value["retry_after_s"], serde_json::Value::Null);

@@ -2,9 +2,10 @@
 //! sends it, the policy, and what must never be shown (the redactor).
 //! Every mistake found here is a usage error, before anything is sent.
 
-use std::io::Read;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
@@ -39,9 +40,16 @@ pub struct Plan {
     pub settings: Settings,
     pub policy: Policy,
     pub replay: Replay,
-    pub max_time: Duration,
+    pub max_time: Option<Duration>,
     pub connect_timeout: Duration,
+    pub stall: Duration,
+    /// A broken-off 2xx body may be continued with a range request.
+    pub resumable: bool,
     pub output: Option<PathBuf>,
+    /// `-C -`: the existing output file is the start of the body.
+    pub continue_output: bool,
+    /// `-N`: stdout gets every byte as it comes.
+    pub no_buffer: bool,
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
@@ -58,6 +66,18 @@ pub struct Plan {
     pub task: Option<String>,
     pub task_ttl: Duration,
     pub log: Option<PathBuf>,
+    /// The temporary file a large stdin body was spooled to, if any.
+    pub spool: Option<Spooled>,
+}
+
+/// A private temporary file holding a request body, removed when dropped.
+#[derive(Debug)]
+pub struct Spooled(PathBuf);
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
 }
 
 impl Plan {
@@ -118,6 +138,11 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
     match &request.body {
         Body::Empty => field(&mut hash, b""),
         Body::Bytes(bytes) => field(&mut hash, bytes),
+        // A device (`@/dev/zero`) may never end: what it is named is what
+        // makes two requests the same.
+        Body::File(path) if !fs::metadata(path)?.is_file() => {
+            field(&mut hash, path.as_os_str().as_encoded_bytes());
+        }
         Body::File(path) => {
             let mut file = std::fs::File::open(path)?;
             let mut buf = vec![0u8; 64 * 1024];
@@ -153,7 +178,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         path => OutcomeTo::Append(PathBuf::from(path)),
     };
 
-    let (body, default_type) = body(cli, stdin)?;
+    let (body, default_type, spool) = body(cli, stdin)?;
     let method = r
         .method
         .clone()
@@ -168,6 +193,9 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     }
     if r.json.is_some() {
         headers.push(("Accept".into(), "application/json".into()));
+    }
+    if r.compressed {
+        headers.push(("Accept-Encoding".into(), crate::decode::ACCEPTED.into()));
     }
     let credentials = match (&r.user, &target.userinfo) {
         (Some(user), _) => Some(user.clone()),
@@ -230,6 +258,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let policy = Policy {
         attempts,
         budget: p.budget,
+        hard_budget: p.budget_given,
         max_wait: p.max_wait,
         retry_on: p.retry_on.0.clone(),
         floor: p.floor,
@@ -240,8 +269,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if policy.budget.is_zero() {
         return Err("--budget must be more than 0".into());
     }
-    if r.max_time.is_zero() || r.connect_timeout.is_zero() {
-        return Err("-m/--max-time and --connect-timeout must be more than 0".into());
+    if r.max_time.is_some_and(|m| m.is_zero()) || r.connect_timeout.is_zero() || r.stall.is_zero() {
+        return Err("-m/--max-time, --connect-timeout and --stall must be more than 0".into());
     }
     let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
     let sc = &cli.scope;
@@ -287,8 +316,13 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         breaker_first: policy.backoff,
         breaker_cooldown: sc.breaker_cooldown,
         // A probe that has not reported by the end of its attempt is presumed lost.
-        probe_ttl: r.max_time.min(policy.budget) + Duration::from_secs(1),
+        probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
     };
+    // A range of the user's own, or a body held whole for --require, is
+    // never continued.
+    let resumable = method == "GET"
+        && a.require.is_empty()
+        && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("range"));
     Ok(Plan {
         context: Context {
             method: method.clone(),
@@ -307,12 +341,18 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             proxy: r.proxy.clone(),
             insecure: r.insecure,
             cacert: r.cacert.clone(),
+            compressed: r.compressed,
+            max_ratio: r.max_ratio,
         },
         policy,
         replay,
         max_time: r.max_time,
         connect_timeout: r.connect_timeout,
+        stall: r.stall,
+        resumable,
         output: cli.output.output.clone(),
+        continue_output: cli.output.continue_at.is_some(),
+        no_buffer: cli.output.no_buffer,
         outcome_to,
         redactor,
         state,
@@ -326,12 +366,18 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         task: a.task.clone(),
         task_ttl: a.task_ttl,
         log: cli.output.log.clone(),
+        spool,
     })
 }
 
-/// The body and the Content-Type it implies. A single `@FILE` is streamed
-/// from disk on each attempt; anything else is assembled once in memory.
-fn body(cli: &Cli, stdin: &mut dyn Read) -> Result<(Body, Option<&'static str>), String> {
+/// The body and the Content-Type it implies. A single `@FILE` (or device,
+/// such as `@/dev/zero`) is streamed from it on each attempt; anything else
+/// (stdin, several parts) is assembled once, in memory up to a few MiB and
+/// beyond that in a private temporary file, within the budget.
+fn body(
+    cli: &Cli,
+    stdin: &mut dyn Read,
+) -> Result<(Body, Option<&'static str>, Option<Spooled>), String> {
     let r = &cli.request;
     let (parts, content_type): (Vec<&String>, _) = if let Some(json) = &r.json {
         (vec![json], Some("application/json"))
@@ -339,22 +385,27 @@ fn body(cli: &Cli, stdin: &mut dyn Read) -> Result<(Body, Option<&'static str>),
         let parts = r.data.iter().chain(&r.data_binary).collect();
         (parts, Some("application/x-www-form-urlencoded"))
     } else {
-        return Ok((Body::Empty, None));
+        return Ok((Body::Empty, None, None));
     };
     if let [single] = parts.as_slice()
         && let Some(path) = single.strip_prefix('@').filter(|p| *p != "-")
     {
+        use std::os::unix::fs::FileTypeExt;
         let meta =
             std::fs::metadata(path).map_err(|e| format!("cannot read body file {path}: {e}"))?;
-        if meta.is_file() {
-            return Ok((Body::File(PathBuf::from(path)), content_type));
+        if meta.is_file() || meta.file_type().is_char_device() {
+            return Ok((Body::File(PathBuf::from(path)), content_type, None));
         }
     }
-    let mut bytes = Vec::new();
+    let mut spool = Spool {
+        bytes: Vec::new(),
+        file: None,
+        deadline: Instant::now() + cli.policy.budget,
+    };
     let mut stdin_used = false;
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
-            bytes.push(b'&');
+            spool.add(&mut &b"&"[..]).map_err(|e| e.to_string())?;
         }
         match part.strip_prefix('@') {
             Some("-") => {
@@ -362,20 +413,77 @@ fn body(cli: &Cli, stdin: &mut dyn Read) -> Result<(Body, Option<&'static str>),
                     return Err("stdin (@-) can be used once".into());
                 }
                 stdin_used = true;
-                stdin
-                    .read_to_end(&mut bytes)
+                spool
+                    .add(stdin)
                     .map_err(|e| format!("cannot read the body from stdin: {e}"))?;
             }
             Some(path) => {
                 let mut file = std::fs::File::open(path)
                     .map_err(|e| format!("cannot read body file {path}: {e}"))?;
-                file.read_to_end(&mut bytes)
+                spool
+                    .add(&mut file)
                     .map_err(|e| format!("cannot read body file {path}: {e}"))?;
             }
-            None => bytes.extend_from_slice(part.as_bytes()),
+            None => spool.add(&mut part.as_bytes()).map_err(|e| e.to_string())?,
         }
     }
-    Ok((Body::Bytes(bytes), content_type))
+    Ok(match spool.file {
+        Some((_, spooled)) => (Body::File(spooled.0.clone()), content_type, Some(spooled)),
+        None => (Body::Bytes(spool.bytes), content_type, None),
+    })
+}
+
+/// The largest body assembled in memory; beyond it, a temporary file.
+const SPOOL_MEMORY: usize = 4 << 20;
+
+/// A body being assembled, and the time its reading must end by.
+struct Spool {
+    bytes: Vec<u8>,
+    file: Option<(File, Spooled)>,
+    deadline: Instant,
+}
+
+impl Spool {
+    fn add(&mut self, from: &mut dyn Read) -> io::Result<()> {
+        let mut buf = vec![0u8; crate::http::BUFFER];
+        loop {
+            if Instant::now() > self.deadline {
+                return Err(io::Error::other("it did not end within the budget"));
+            }
+            let n = match from.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if self.file.is_none() && self.bytes.len() + n > SPOOL_MEMORY {
+                self.file = Some(spool_file(&self.bytes)?);
+                self.bytes = Vec::new();
+            }
+            match &mut self.file {
+                Some((file, _)) => file.write_all(&buf[..n])?,
+                None => self.bytes.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+}
+
+/// A new temporary file only this user can read, holding `start`.
+fn spool_file(start: &[u8]) -> io::Result<(File, Spooled)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = std::env::temp_dir().join(format!(
+        "abide-body-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    let spooled = Spooled(path);
+    file.write_all(start)?;
+    Ok((file, spooled))
 }
 
 #[cfg(test)]
@@ -456,6 +564,24 @@ mod tests {
         let p = plan_with_stdin(&["--data-binary", "@-", "h"], b"\x00line\r\n").unwrap();
         assert_eq!(p.request.body, Body::Bytes(b"\x00line\r\n".to_vec()));
         assert!(plan_with_stdin(&["-d", "@-", "-d", "@-", "h"], b"x").is_err());
+    }
+
+    #[test]
+    fn a_large_stdin_body_is_spooled_to_a_private_file() {
+        let big = vec![7u8; SPOOL_MEMORY + 1];
+        let p = plan_with_stdin(&["--data-binary", "@-", "h"], &big).unwrap();
+        let Body::File(path) = &p.request.body else {
+            panic!("{:?}", p.request.body)
+        };
+        assert_eq!(std::fs::read(path).unwrap(), big);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let path = path.clone();
+        drop(p);
+        assert!(!path.exists(), "removed with the plan");
+        let p = plan_of(&["-d", "@/dev/zero", "h"]).unwrap();
+        assert_eq!(p.request.body, Body::File("/dev/zero".into()));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, T
 use crate::http::{Failure, Limits, Reply, Transport};
 use crate::narrate::{Ended, Narrator};
 use crate::plan::Plan;
+use crate::resume;
 use crate::retry::Event;
 
 /// Redraw interval: the countdown's tenths of a second move every tick.
@@ -92,7 +93,7 @@ impl Progress {
             budget_ends: now + plan.policy.budget,
             state: RefCell::new(State {
                 sent_at: now,
-                limit: plan.max_time,
+                limit: plan.policy.budget,
                 ended: None,
                 shown: None,
             }),
@@ -106,9 +107,9 @@ impl Progress {
             Event::Sending { attempt, limits } => {
                 state.clear();
                 state.sent_at = Instant::now();
-                state.limit = limits.total;
+                state.limit = limits.head;
                 self.say(&state, || {
-                    self.narrator.sending(attempt, &self.method, limits.total)
+                    self.narrator.sending(attempt, &self.method, &limits)
                 });
             }
             Event::Answered {
@@ -120,6 +121,11 @@ impl Progress {
                 let error = error.to_string();
                 self.ended(&mut state, attempt, Ended::Failed { error });
             }
+            Event::Resumed {
+                attempt,
+                offset,
+                total,
+            } => self.say(&state, || self.narrator.resumed(attempt, offset, total)),
             Event::Breaker(news) => self.say(&state, || self.narrator.breaker(news)),
             Event::Waiting { wait, retry } => {
                 state.clear();
@@ -186,6 +192,12 @@ impl Progress {
             .header("content-length")
             .filter(|_| reply.header("content-encoding").is_none())
             .and_then(|value| value.trim().parse::<u64>().ok());
+        // The rest of a body that broke off: the bar goes on from where it was.
+        let range = reply
+            .header("content-range")
+            .and_then(resume::content_range)
+            .filter(|r| r.total.is_some() && length.is_some());
+        let length = range.and_then(|r| r.total).or(length);
         let template = match length {
             Some(_) => {
                 "{spinner} {msg} {wide_bar} {bytes}/{total_bytes} · {binary_bytes_per_sec} · {eta} left"
@@ -198,6 +210,10 @@ impl Progress {
         let bar = ProgressBar::with_draw_target(length, ProgressDrawTarget::hidden())
             .with_style(style)
             .with_message(format!("body from {}", self.narrator.host));
+        if let Some(range) = range {
+            bar.set_position(range.first);
+            bar.reset_eta();
+        }
         let mut state = self.state.borrow_mut();
         state.clear();
         state.shown = Some(bar.clone());
@@ -226,8 +242,8 @@ pub struct Watched<'a, T> {
 }
 
 impl<T: Transport> Transport for Watched<'_, T> {
-    fn send(&mut self, limits: Limits) -> Result<Reply, Failure> {
-        let mut reply = self.transport.send(limits)?;
+    fn send(&mut self, limits: Limits, resume: Option<&resume::From>) -> Result<Reply, Failure> {
+        let mut reply = self.transport.send(limits, resume)?;
         if self.progress.body_bar {
             let bar = self.progress.download_bar(&reply);
             reply.body = Box::new(Metered {

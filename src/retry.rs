@@ -2,7 +2,7 @@
 //! says stop. It owns a clock and a sleeper so that tests drive it without
 //! sleeping; everything it decides comes from `decision`.
 
-use std::io::{ErrorKind, Read};
+use std::io::{self, ErrorKind, Read};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::contract;
@@ -15,10 +15,12 @@ use crate::http::{self, Failure, Limits, Reply, Transport};
 use crate::outcome::{Attempt, Kind, Record, Why};
 use crate::ratelimit;
 use crate::redact::Redactor;
+use crate::resume::{self, Continuation};
 use crate::scope::{self, BreakerNews, Lesson};
 use crate::shared::{Admit, Learned, Shared};
-use crate::sink::{DeliverError, Sink};
+use crate::sink::{DeliverError, Sink, Start};
 use crate::store::Slot;
+use crate::units::size_text;
 
 /// How much of a failed attempt's body is kept (the outcome shows 256 bytes).
 const ERROR_BODY_KEPT: u64 = 256;
@@ -71,6 +73,12 @@ pub enum Event<'a> {
         attempt: u32,
         error: &'a str,
     },
+    /// The answer continues the body where the bytes held end.
+    Resumed {
+        attempt: u32,
+        offset: u64,
+        total: Option<u64>,
+    },
     Waiting {
         wait: &'a Wait,
         retry: u32,
@@ -81,8 +89,13 @@ pub enum Event<'a> {
 pub struct Loop<'a> {
     pub policy: &'a Policy,
     pub replay: Replay,
-    pub max_time: Duration,
+    /// `-m`: a hard limit on each attempt, body included.
+    pub max_time: Option<Duration>,
     pub connect_timeout: Duration,
+    pub stall: Duration,
+    /// A 2xx body that breaks off may be continued with a range request
+    /// (a GET that asks for no range of its own).
+    pub resumable: bool,
     pub redactor: &'a Redactor,
     /// The scope state shared with other processes; `None` with `--no-state`.
     pub shared: Option<&'a Shared>,
@@ -100,6 +113,17 @@ const CONTRACT_LIMIT: u64 = 64 << 20;
 enum Judged {
     Verdict(Verdict),
     Internal(String),
+}
+
+/// Why a 2xx body was not delivered whole.
+enum Undelivered {
+    /// It broke off or came back mismatched; `phase` says whether another
+    /// attempt can go on cleanly.
+    Broken { phase: Phase, message: String },
+    /// It decoded to far more than it weighed (`--max-ratio`).
+    TooDense(String),
+    /// The destination refused the bytes.
+    Write(io::Error),
 }
 
 /// One attempt, judged, with what it teaches the scope.
@@ -128,6 +152,12 @@ struct Run {
     failed_body_truncated: bool,
     /// Waits the scope imposed before attempts, for the outcome's reason.
     scope_waits: Vec<(Duration, scope::Wait)>,
+    /// Where the next attempt asks the body to continue.
+    resume: Option<resume::From>,
+    /// Bytes continued rather than downloaded again.
+    resumed: u64,
+    /// The whole body's size, when the answer says it.
+    expected: Option<u64>,
 }
 
 /// The longest pause between two looks for a free concurrency slot.
@@ -157,6 +187,13 @@ impl Loop<'_> {
             failed_body: Vec::new(),
             failed_body_truncated: false,
             scope_waits: Vec::new(),
+            // `-C -`: the bytes already in the file are the body's start.
+            resume: (self.resumable && sink.held() > 0).then(|| resume::From {
+                offset: sink.held(),
+                if_range: None,
+            }),
+            resumed: 0,
+            expected: None,
         };
         loop {
             let number = run.attempts.len() as u32 + 1;
@@ -172,15 +209,12 @@ impl Loop<'_> {
                 };
                 return run.finish(clock, Kind::BudgetExhausted, Why::Decided(why), None);
             }
-            let limits = Limits {
-                total: self.max_time.min(left),
-                connect: self.connect_timeout,
-            };
+            let limits = self.limits(left);
             on_event(Event::Sending {
                 attempt: number,
                 limits,
             });
-            let attempted = match transport.send(limits) {
+            let attempted = match transport.send(limits, run.resume.as_ref()) {
                 Ok(reply) => self.answered(reply, sink, clock, &mut run, number, on_event),
                 Err(failure) => self.failed(failure, clock, &mut run, number, on_event),
             };
@@ -238,6 +272,23 @@ impl Loop<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// The limits of an attempt that has `left` of the budget. The head of
+    /// the answer is always due within the budget; a body only within a
+    /// budget the user gave, or within `-m`.
+    fn limits(&self, left: Duration) -> Limits {
+        let total = match (self.max_time, self.policy.hard_budget) {
+            (Some(max), true) => Some(max.min(left)),
+            (None, true) => Some(left),
+            (max, false) => max,
+        };
+        Limits {
+            head: total.unwrap_or(left).min(left),
+            total,
+            connect: self.connect_timeout,
+            stall: self.stall,
         }
     }
 
@@ -353,7 +404,7 @@ impl Loop<'_> {
             // The slot is held for the attempt; if this process dies, its
             // lease ends a second after the attempt would have.
             let left = self.policy.budget.saturating_sub(clock.now() - run.start);
-            let lease = self.max_time.min(left) + Duration::from_secs(1);
+            let lease = self.limits(left).head + Duration::from_secs(1);
             match shared.try_slot(lease) {
                 None => return Ok(None),
                 Some(Some(slot)) => return Ok(Some(slot)),
@@ -420,36 +471,45 @@ impl Loop<'_> {
             status: reply.status,
             server,
         });
-        let mut judged = Judged::Verdict(decision::classify(observation, self.replay, self.policy));
+        let range = reply.header("content-range");
+        let whole = run.resume.is_some() && resume::already_whole(reply.status, range, sink.held());
+        let mut judged = Judged::Verdict(if whole {
+            Verdict::Success
+        } else {
+            decision::classify(observation, self.replay, self.policy)
+        });
         let mut error = None;
         run.headers = reply.headers.clone();
         run.failed_body.clear();
         run.failed_body_truncated = false;
-        if matches!(judged, Judged::Verdict(Verdict::Success)) {
+        if whole {
+            run.resume = None;
+            run.resumed += sink.held();
+        } else if matches!(judged, Judged::Verdict(Verdict::Success)) {
+            run.expected = length(&reply);
             let delivered = if self.require.is_empty() {
-                sink.deliver(&mut reply.body)
+                self.deliver(&mut reply, sink, run, number, on_event)
             } else {
                 self.check_contract(&mut reply, sink, &mut judged, run)
             };
             match delivered {
-                Ok(_) => {}
-                Err(DeliverError::Read { error: e, rewound }) => {
-                    let message = format!("the body broke off: {}: {e}", http::io_kind(&e));
-                    let phase = if rewound {
-                        Phase::AfterSend
-                    } else {
-                        Phase::Final
-                    };
+                Ok(()) => {}
+                Err(Undelivered::Broken { phase, message }) => {
                     observation = Observation::Transport(phase);
                     judged =
                         Judged::Verdict(decision::classify(observation, self.replay, self.policy));
                     error = Some(self.redactor.text(&message));
                     run.last_error = error.clone();
                 }
-                Err(DeliverError::Write(e)) if e.kind() == ErrorKind::BrokenPipe => {
+                Err(Undelivered::TooDense(message)) => {
+                    judged = Judged::Verdict(Verdict::Invalid);
+                    error = Some(message.clone());
+                    run.last_error = Some(message);
+                }
+                Err(Undelivered::Write(e)) if e.kind() == ErrorKind::BrokenPipe => {
                     // `abide … | head`: the reader has what it wanted.
                 }
-                Err(DeliverError::Write(e)) => {
+                Err(Undelivered::Write(e)) => {
                     judged = Judged::Internal(format!("cannot write the body: {e}"));
                 }
             }
@@ -474,6 +534,128 @@ impl Loop<'_> {
         }
     }
 
+    /// Delivers a 2xx body: after the bytes held when the answer continues
+    /// them, else from its start where that can still be done cleanly.
+    fn deliver(
+        &self,
+        reply: &mut Reply,
+        sink: &mut Sink,
+        run: &mut Run,
+        number: u32,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), Undelivered> {
+        let held = sink.held();
+        let range = reply
+            .header("content-range")
+            .and_then(resume::content_range);
+        let asked = run.resume.take();
+        let headers = || reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let validator = resume::validator(headers(), reply.decoded);
+        let (start, if_range) = match resume::continuation(reply.status, range, held) {
+            Continuation::Fresh => (Start::Over, validator),
+            Continuation::StartsOver if sink.clean() => (Start::Over, validator),
+            Continuation::Continues => {
+                let total = range.and_then(|r| r.total);
+                run.expected = total;
+                run.resumed += held;
+                on_event(Event::Resumed {
+                    attempt: number,
+                    offset: held,
+                    total,
+                });
+                let kept = asked.and_then(|from| from.if_range);
+                (Start::Held, kept.or(validator))
+            }
+            Continuation::StartsOver => {
+                return Err(Undelivered::Broken {
+                    phase: Phase::Partial,
+                    message: format!(
+                        "the server sent the whole body again (it ignored the range, or the \
+                         file changed) after {} of it had reached stdout",
+                        size_text(held)
+                    ),
+                });
+            }
+            Continuation::Mismatch => {
+                let first =
+                    range.map_or("no Content-Range".into(), |r| format!("byte {}", r.first));
+                return Err(Undelivered::Broken {
+                    phase: if sink.clean() {
+                        Phase::AfterSend
+                    } else {
+                        Phase::Partial
+                    },
+                    message: format!(
+                        "the server's 206 answer starts at {first}, not at byte {held}: not appended"
+                    ),
+                });
+            }
+        };
+        if reply
+            .header("content-type")
+            .is_some_and(|t| t.trim().starts_with("text/event-stream"))
+        {
+            sink.stream();
+        }
+        match sink.deliver(&mut reply.body, start) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.undelivered(e, sink, run, if_range)),
+        }
+    }
+
+    /// What a body that was not delivered means for the next attempt: it
+    /// continues the body when the answer named a version to ask for
+    /// (`if_range`), or starts over when nothing of it was seen yet.
+    fn undelivered(
+        &self,
+        error: DeliverError,
+        sink: &Sink,
+        run: &mut Run,
+        if_range: Option<String>,
+    ) -> Undelivered {
+        let error = match error {
+            DeliverError::Write(e) => return Undelivered::Write(e),
+            DeliverError::Read(e) => e,
+        };
+        let held = sink.held();
+        if let Some(dense) = crate::decode::too_dense(&error) {
+            return Undelivered::TooDense(format!(
+                "{dense}: stopped after {}, from {} encoded",
+                size_text(held),
+                size_text(dense.encoded)
+            ));
+        }
+        let of = run
+            .expected
+            .map_or(String::new(), |total| format!(" of {}", size_text(total)));
+        let kind = http::io_kind(&error);
+        let detail = error.to_string();
+        let cause = if detail == kind {
+            detail
+        } else {
+            format!("{kind}: {detail}")
+        };
+        let mut message = format!("the body broke off after {}{of}: {cause}", size_text(held));
+        let phase = match if_range {
+            Some(validator) if self.resumable && held > 0 => {
+                run.resume = Some(resume::From {
+                    offset: held,
+                    if_range: Some(validator),
+                });
+                Phase::AfterSend
+            }
+            _ if sink.clean() => Phase::AfterSend,
+            _ => {
+                message.push_str(
+                    ", after part of it had reached stdout; the server offered no way to \
+                     resume it (Accept-Ranges: bytes, with a strong ETag or Last-Modified)",
+                );
+                Phase::Partial
+            }
+        };
+        Undelivered::Broken { phase, message }
+    }
+
     /// Holds a 2xx body in memory, checks it against `--require`, and
     /// delivers it only if it holds; otherwise the verdict becomes Invalid.
     fn check_contract(
@@ -482,27 +664,29 @@ impl Loop<'_> {
         sink: &mut Sink,
         judged: &mut Judged,
         run: &mut Run,
-    ) -> Result<u64, DeliverError> {
+    ) -> Result<(), Undelivered> {
         let mut body = Vec::new();
-        (&mut reply.body)
+        if let Err(e) = (&mut reply.body)
             .take(CONTRACT_LIMIT + 1)
             .read_to_end(&mut body)
-            .map_err(|error| DeliverError::Read {
-                error,
-                rewound: true,
-            })?;
+        {
+            return Err(self.undelivered(DeliverError::Read(e), sink, run, None));
+        }
         let verdict = if body.len() as u64 > CONTRACT_LIMIT {
             Err("the body is larger than the 64 MiB --require can check".to_string())
         } else {
             contract::check(&body, self.require)
         };
         match verdict {
-            Ok(()) => sink.deliver(&mut body.as_slice()),
+            Ok(()) => sink
+                .deliver(&mut body.as_slice(), Start::Over)
+                .map(drop)
+                .map_err(|e| self.undelivered(e, sink, run, None)),
             Err(detail) => {
                 *judged = Judged::Verdict(Verdict::Invalid);
                 run.last_error = Some(detail);
                 run.keep_failed_body(body, self.keep_body);
-                Ok(0)
+                Ok(())
             }
         }
     }
@@ -530,6 +714,14 @@ impl Loop<'_> {
             attempt: run.attempt(None, Some(message), None, clock),
         }
     }
+}
+
+/// The size of a body as it will be delivered, when the answer says it.
+fn length(reply: &Reply) -> Option<u64> {
+    reply
+        .header("content-length")
+        .filter(|_| !reply.decoded)
+        .and_then(|n| n.trim().parse().ok())
 }
 
 /// The server's own word on retrying: `x-should-retry` (OpenAI, Anthropic
@@ -640,6 +832,7 @@ impl Run {
                 .iter()
                 .map(|&(waited, cause)| scope_note(waited, cause))
                 .collect(),
+            resumed: self.resumed,
         }
     }
 }
@@ -714,26 +907,57 @@ mod tests {
     type Answer = Result<(u16, Vec<(&'static str, &'static str)>), Phase>;
 
     /// Answers from a script (the last one repeats); each takes 10 ms.
+    /// The body is `body STATUS`, or an `x-body` header's value; it breaks
+    /// off after an `x-break` header's count of bytes.
     struct Scripted {
         time: FakeTime,
         answers: Vec<Answer>,
         sent: Vec<Limits>,
+        ranges: Vec<Option<resume::From>>,
+    }
+
+    /// A body that breaks off after its bytes.
+    struct BreaksOff(std::io::Cursor<Vec<u8>>);
+
+    impl Read for BreaksOff {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => Err(ErrorKind::UnexpectedEof.into()),
+                n => Ok(n),
+            }
+        }
     }
 
     impl Transport for Scripted {
-        fn send(&mut self, limits: Limits) -> Result<Reply, Failure> {
+        fn send(
+            &mut self,
+            limits: Limits,
+            resume: Option<&resume::From>,
+        ) -> Result<Reply, Failure> {
             self.sent.push(limits);
+            self.ranges.push(resume.cloned());
             self.time.advance(Duration::from_millis(10));
             let i = (self.sent.len() - 1).min(self.answers.len() - 1);
             match &self.answers[i] {
-                Ok((status, headers)) => Ok(Reply {
-                    status: *status,
-                    headers: headers
-                        .iter()
-                        .map(|(n, v)| (n.to_string(), v.to_string()))
-                        .collect(),
-                    body: Box::new(std::io::Cursor::new(format!("body {status}"))),
-                }),
+                Ok((status, headers)) => {
+                    let header = |name| headers.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+                    let text = header("x-body").map_or(format!("body {status}"), str::to_string);
+                    let body: Box<dyn Read> = match header("x-break") {
+                        Some(n) => Box::new(BreaksOff(std::io::Cursor::new(
+                            text.as_bytes()[..n.parse().unwrap()].to_vec(),
+                        ))),
+                        None => Box::new(std::io::Cursor::new(text)),
+                    };
+                    Ok(Reply {
+                        status: *status,
+                        headers: headers
+                            .iter()
+                            .map(|(n, v)| (n.to_string(), v.to_string()))
+                            .collect(),
+                        decoded: false,
+                        body,
+                    })
+                }
                 Err(phase) => Err(Failure {
                     phase: *phase,
                     message: "connection reset: token=hunter2".into(),
@@ -818,6 +1042,12 @@ mod tests {
         }
 
         fn run(self) -> (Record, Vec<Limits>, Vec<u128>) {
+            let (record, sent, sleeps, _) = self.run_ranged();
+            (record, sent, sleeps)
+        }
+
+        /// Also returns the ranges each attempt asked for.
+        fn run_ranged(self) -> (Record, Vec<Limits>, Vec<u128>, Vec<Option<resume::From>>) {
             let mut time = FakeTime::new();
             time.cancel_after = self.cancel_after;
             let state = Rc::new(RefCell::new(self.scope.clone().unwrap_or_default()));
@@ -847,20 +1077,23 @@ mod tests {
                 time: time.clone(),
                 answers: self.answers,
                 sent: vec![],
+                ranges: vec![],
             };
             let mut redactor = Redactor::default();
             redactor.add("hunter2");
             let looper = Loop {
                 policy: &self.policy,
                 replay: self.replay,
-                max_time: Duration::from_secs(30),
+                max_time: None,
                 connect_timeout: Duration::from_secs(10),
+                stall: Duration::from_secs(30),
+                resumable: self.replay == Replay::Safe,
                 redactor: &redactor,
                 shared: shared.as_ref(),
                 require: &[],
                 keep_body: 256,
             };
-            let mut sink = Sink::file(std::path::Path::new("/dev/null")).unwrap();
+            let mut sink = Sink::file(std::path::Path::new("/dev/null"), false).unwrap();
             let draw = self.draw;
             let record = looper.run(
                 &mut transport,
@@ -870,7 +1103,7 @@ mod tests {
                 &mut || draw,
                 &mut |_| {},
             );
-            (record, transport.sent, time.sleeps())
+            (record, transport.sent, time.sleeps(), transport.ranges)
         }
     }
 
@@ -953,11 +1186,77 @@ mod tests {
         case.policy.budget = Duration::from_secs(5);
         let (record, sent, _) = case.run();
         assert_eq!(record.kind, Kind::Succeeded);
-        assert_eq!(sent[0].total, Duration::from_secs(5));
+        let left = Duration::from_secs(5) - Duration::from_millis(2010);
+        assert_eq!(sent[0].head, Duration::from_secs(5));
+        assert_eq!(sent[1].head, left);
+        // The default budget never cuts a body that keeps flowing…
+        assert_eq!(sent[1].total, None);
+        // …but one the user gave cuts everything at its end.
+        let mut case = Case::new(vec![
+            Ok((429, vec![("Retry-After", "2")])),
+            Ok((200, vec![])),
+        ]);
+        case.policy.budget = Duration::from_secs(5);
+        case.policy.hard_budget = true;
+        let (_, sent, _) = case.run();
+        assert_eq!(sent[0].total, Some(Duration::from_secs(5)));
+        assert_eq!(sent[1].total, Some(left));
+        assert_eq!(sent[1].head, left);
+    }
+
+    #[test]
+    fn a_body_that_breaks_off_is_continued_where_it_broke_off() {
+        let first = vec![
+            ("Accept-Ranges", "bytes"),
+            ("ETag", "\"v1\""),
+            ("Content-Length", "20"),
+            ("x-body", "0123456789abcdefghij"),
+            ("x-break", "10"),
+        ];
+        let rest = vec![
+            ("Content-Range", "bytes 10-19/20"),
+            ("ETag", "\"v1\""),
+            ("x-body", "abcdefghij"),
+        ];
+        let (record, _, _, ranges) =
+            Case::new(vec![Ok((200, first.clone())), Ok((206, rest))]).run_ranged();
+        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.resumed, 10);
+        let asked = resume::From {
+            offset: 10,
+            if_range: Some("\"v1\"".into()),
+        };
+        assert_eq!(ranges, [None, Some(asked)]);
         assert_eq!(
-            sent[1].total,
-            Duration::from_secs(5) - Duration::from_millis(2010)
+            record.attempts[0].error.as_deref(),
+            Some(
+                "the body broke off after 10 B of 20 B: connection closed early: unexpected end of file"
+            )
         );
+
+        // A 206 that starts elsewhere is never appended; this sink cannot
+        // take back what it was given, so the body stays incomplete.
+        let elsewhere = vec![("Content-Range", "bytes 5-19/20")];
+        let (record, sent, _) =
+            Case::new(vec![Ok((200, first.clone())), Ok((206, elsewhere))]).run();
+        assert_eq!(record.kind, Kind::Incomplete);
+        assert_eq!(sent.len(), 2);
+        assert_eq!(
+            record.error.as_deref(),
+            Some("the server's 206 answer starts at byte 5, not at byte 10: not appended")
+        );
+
+        // Without a validator, nothing is asked for: what was written to a
+        // destination that cannot be rewound is incomplete.
+        let unversioned = vec![
+            ("Accept-Ranges", "bytes"),
+            ("x-body", "0123456789"),
+            ("x-break", "4"),
+        ];
+        let (record, _, _, ranges) =
+            Case::new(vec![Ok((200, unversioned)), Ok((200, vec![]))]).run_ranged();
+        assert_eq!(record.kind, Kind::Incomplete);
+        assert_eq!(ranges, [None]);
     }
 
     #[test]

@@ -476,7 +476,7 @@ pub fn health(observation: Observation, retry_on: &[u16]) -> Health {
         }
         Observation::Status { .. } => Health::Alive,
         Observation::Transport(Phase::BeforeSend) => Health::HostDown,
-        Observation::Transport(Phase::AfterSend) => Health::EndpointFailed,
+        Observation::Transport(Phase::AfterSend | Phase::Partial) => Health::EndpointFailed,
         Observation::Transport(Phase::Final) => Health::Alive,
     }
 }

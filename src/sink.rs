@@ -1,6 +1,7 @@
-//! Where the final response body goes: stdout, streamed, or a file that is
-//! written beside its destination and renamed into place only on success, so
-//! a failed run never leaves a partial or clobbered file.
+//! Where the final response body goes: stdout, streamed once its first MiB
+//! is in, or a file that is written beside its destination and renamed into
+//! place only on success, so a failed run never leaves a partial or
+//! clobbered file. Either can take the rest of a body that broke off.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
@@ -10,19 +11,22 @@ use std::path::{Path, PathBuf};
 const CHUNK: usize = crate::http::BUFFER;
 
 pub enum Sink {
+    /// Up to `hold` bytes of a body are held back before any is written, so
+    /// that a small body that breaks off can be retried with nothing shown.
     Stdout {
-        written: u64,
+        released: u64,
+        held: Vec<u8>,
+        hold: usize,
     },
     /// A regular file (or a new one): a temporary file beside it, renamed on success.
     Atomic {
         temp: PathBuf,
         file: File,
         target: PathBuf,
+        len: u64,
     },
     /// `/dev/null`, a FIFO, a terminal: written directly.
-    Direct {
-        file: File,
-    },
+    Direct { file: File, written: u64 },
     /// `--agent`: the start of the body, kept in memory for the JSON object.
     Capture {
         body: Vec<u8>,
@@ -31,19 +35,35 @@ pub enum Sink {
     },
 }
 
+/// How much of a body stdout holds back before writing any of it.
+pub const HOLD: usize = 1 << 20;
+
 /// Why a body could not be delivered.
 #[derive(Debug)]
 pub enum DeliverError {
-    /// The body broke off. `rewound` tells whether the sink was left as if
-    /// nothing had been written, so that the attempt can be retried cleanly.
-    Read { error: io::Error, rewound: bool },
+    /// The body broke off; what was delivered of it stays (see [`Sink::held`]).
+    Read(io::Error),
     /// The destination refused the bytes (disk full, closed pipe).
     Write(io::Error),
 }
 
+/// Where a body goes relative to what the sink holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// From its first byte: whatever was held is thrown away.
+    Over,
+    /// After the bytes held: the rest of a body that broke off.
+    Held,
+}
+
 impl Sink {
-    pub fn stdout() -> Sink {
-        Sink::Stdout { written: 0 }
+    /// `stream`: write every byte as it comes (`-N`), holding nothing back.
+    pub fn stdout(stream: bool) -> Sink {
+        Sink::Stdout {
+            released: 0,
+            held: Vec::new(),
+            hold: if stream { 0 } else { HOLD },
+        }
     }
 
     pub fn capture(limit: u64) -> Sink {
@@ -55,8 +75,10 @@ impl Sink {
     }
 
     /// Prepares `-o PATH` before anything is sent, so that an unwritable
-    /// destination costs no request.
-    pub fn file(target: &Path) -> io::Result<Sink> {
+    /// destination costs no request. With `resume`, an existing regular file
+    /// is copied into the temporary file, whose end is where the body
+    /// continues (`-C -`).
+    pub fn file(target: &Path, resume: bool) -> io::Result<Sink> {
         // Through a symlink, replace the file it points to, not the link.
         let resolved = fs::canonicalize(target)
             .ok()
@@ -65,7 +87,7 @@ impl Sink {
         match fs::metadata(target) {
             Ok(meta) if !meta.is_file() => {
                 let file = OpenOptions::new().write(true).open(target)?;
-                return Ok(Sink::Direct { file });
+                return Ok(Sink::Direct { file, written: 0 });
             }
             _ => {}
         }
@@ -83,41 +105,91 @@ impl Sink {
             std::process::id(),
             rand::random::<u32>()
         ));
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&temp)?;
+        let mut len = 0;
         if let Ok(meta) = fs::metadata(target) {
             // Keep the permissions of the file being replaced.
             let _ = fs::set_permissions(&temp, meta.permissions());
+            if resume {
+                let copied = File::open(target).and_then(|mut old| io::copy(&mut old, &mut file));
+                len = copied.inspect_err(|_| {
+                    let _ = fs::remove_file(&temp);
+                })?;
+            }
         }
         Ok(Sink::Atomic {
             temp,
             file,
             target: target.to_path_buf(),
+            len,
         })
     }
 
-    /// Streams `body` into the sink in constant memory.
-    pub fn deliver(&mut self, body: &mut dyn Read) -> Result<u64, DeliverError> {
+    /// Writes every byte to stdout as it comes from now on: an event
+    /// stream is read as it goes, never whole.
+    pub fn stream(&mut self) {
+        if let Sink::Stdout { hold, .. } = self {
+            *hold = 0;
+        }
+    }
+
+    /// The bytes of the body the sink holds: where a resumed body continues.
+    /// `--agent` keeps only the start of a body, and never resumes one.
+    pub fn held(&self) -> u64 {
         match self {
-            Sink::Stdout { written } => {
-                let mut out = io::stdout().lock();
-                let result = copy(body, &mut out, written);
-                let flushed = out.flush().map_err(DeliverError::Write);
-                let rewound = *written == 0;
-                match result {
-                    Err(DeliverError::Read { error, .. }) => {
-                        Err(DeliverError::Read { error, rewound })
-                    }
-                    other => other.and_then(|n| flushed.map(|()| n)),
+            Sink::Stdout { released, held, .. } => released + held.len() as u64,
+            Sink::Atomic { len, .. } => *len,
+            Sink::Direct { written, .. } => *written,
+            Sink::Capture { .. } => 0,
+        }
+    }
+
+    /// Whether a body may start over without anything of an earlier one
+    /// having been seen: nothing was written where it cannot be taken back.
+    pub fn clean(&self) -> bool {
+        match self {
+            Sink::Stdout { released, .. } => *released == 0,
+            Sink::Direct { written, .. } => *written == 0,
+            Sink::Atomic { .. } | Sink::Capture { .. } => true,
+        }
+    }
+
+    /// Streams `body` into the sink in constant memory.
+    pub fn deliver(&mut self, body: &mut dyn Read, start: Start) -> Result<u64, DeliverError> {
+        let over = start == Start::Over;
+        match self {
+            Sink::Stdout {
+                released,
+                held,
+                hold,
+            } => {
+                // What was written cannot be taken back (see `clean`).
+                debug_assert!(!over || *released == 0);
+                if over {
+                    held.clear();
                 }
+                let mut lock = io::stdout().lock();
+                let mut flushed = Flushed(&mut lock);
+                // A stream is flushed as it comes: stdout's line buffer would
+                // keep a piece without a newline from its reader.
+                let out: &mut dyn Write = if *hold == 0 { &mut flushed } else { flushed.0 };
+                let result = hold_then_copy(body, out, held, *hold, released);
+                result.and_then(|n| {
+                    release(out, held, released)?;
+                    out.flush().map_err(DeliverError::Write)?;
+                    Ok(n)
+                })
             }
-            Sink::Atomic { file, .. } => {
-                file.set_len(0).map_err(DeliverError::Write)?;
-                file.rewind().map_err(DeliverError::Write)?;
-                let mut count = 0;
-                copy(body, file, &mut count)
+            Sink::Atomic { file, len, .. } => {
+                if over {
+                    file.set_len(0).map_err(DeliverError::Write)?;
+                    file.rewind().map_err(DeliverError::Write)?;
+                    *len = 0;
+                }
+                copy(body, file, len)
             }
             Sink::Capture {
                 body: kept,
@@ -125,28 +197,16 @@ impl Sink {
                 truncated,
             } => {
                 kept.clear();
-                let read =
-                    body.take(*limit)
-                        .read_to_end(kept)
-                        .map_err(|error| DeliverError::Read {
-                            error,
-                            rewound: true,
-                        })?;
+                let read = body
+                    .take(*limit)
+                    .read_to_end(kept)
+                    .map_err(DeliverError::Read)?;
                 // One byte more tells whether there was more; the rest is not read.
                 let mut probe = [0u8; 1];
                 *truncated = matches!(body.read(&mut probe), Ok(1));
                 Ok(read as u64)
             }
-            Sink::Direct { file } => {
-                let mut count = 0;
-                copy(body, file, &mut count).map_err(|e| match e {
-                    DeliverError::Read { error, .. } => DeliverError::Read {
-                        error,
-                        rewound: count == 0,
-                    },
-                    other => other,
-                })
-            }
+            Sink::Direct { file, written } => copy(body, file, written),
         }
     }
 
@@ -156,7 +216,9 @@ impl Sink {
     /// a guarantee only a power cut right after the run could need.
     pub fn commit(self) -> io::Result<()> {
         match self {
-            Sink::Atomic { temp, file, target } => {
+            Sink::Atomic {
+                temp, file, target, ..
+            } => {
                 drop(file);
                 fs::rename(&temp, &target).inspect_err(|_| {
                     let _ = fs::remove_file(&temp);
@@ -166,7 +228,7 @@ impl Sink {
         }
     }
 
-    /// Leaves the destination as it was.
+    /// Leaves the destination as it was; bytes stdout held back are dropped.
     pub fn discard(self) {
         if let Sink::Atomic { temp, file, .. } = self {
             drop(file);
@@ -219,6 +281,59 @@ fn alive(pid: libc::pid_t) -> bool {
     found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// A writer that flushes every write.
+struct Flushed<'a>(&'a mut dyn Write);
+
+impl Write for Flushed<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(buf)?;
+        self.0.flush()?;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Reads into `held` until it holds `hold` bytes, then writes those and
+/// streams the rest; returns the bytes read. A body that ends within
+/// `hold` is left held, for the caller to release.
+fn hold_then_copy(
+    body: &mut dyn Read,
+    out: &mut dyn Write,
+    held: &mut Vec<u8>,
+    hold: usize,
+    released: &mut u64,
+) -> Result<u64, DeliverError> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut read = 0;
+    while held.len() < hold {
+        let want = CHUNK.min(hold - held.len());
+        match body.read(&mut buf[..want]) {
+            Ok(0) => return Ok(read),
+            Ok(n) => {
+                held.extend_from_slice(&buf[..n]);
+                read += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(DeliverError::Read(error)),
+        }
+    }
+    release(out, held, released)?;
+    copy(body, out, released).map(|n| n + read)
+}
+
+fn release(
+    out: &mut dyn Write,
+    held: &mut Vec<u8>,
+    released: &mut u64,
+) -> Result<(), DeliverError> {
+    out.write_all(held).map_err(DeliverError::Write)?;
+    *released += held.len() as u64;
+    held.clear();
+    Ok(())
+}
+
 fn copy(body: &mut dyn Read, out: &mut dyn Write, written: &mut u64) -> Result<u64, DeliverError> {
     let mut buf = vec![0u8; CHUNK];
     let mut total = 0;
@@ -227,12 +342,7 @@ fn copy(body: &mut dyn Read, out: &mut dyn Write, written: &mut u64) -> Result<u
             Ok(0) => return Ok(total),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => {
-                return Err(DeliverError::Read {
-                    error,
-                    rewound: true,
-                });
-            }
+            Err(error) => return Err(DeliverError::Read(error)),
         };
         out.write_all(&buf[..n]).map_err(DeliverError::Write)?;
         total += n as u64;
@@ -269,9 +379,10 @@ mod tests {
         let dir = temp_dir("keep");
         let target = dir.join("out.json");
         fs::write(&target, "old").unwrap();
-        let mut sink = Sink::file(&target).unwrap();
-        let err = sink.deliver(&mut BreaksOff(10)).unwrap_err();
-        assert!(matches!(err, DeliverError::Read { rewound: true, .. }));
+        let mut sink = Sink::file(&target, false).unwrap();
+        let err = sink.deliver(&mut BreaksOff(10), Start::Over).unwrap_err();
+        assert!(matches!(err, DeliverError::Read(_)));
+        assert_eq!(sink.held(), 10);
         sink.discard();
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "temp file removed");
@@ -281,20 +392,71 @@ mod tests {
     fn retried_delivery_starts_over_and_commits() {
         let dir = temp_dir("retry");
         let target = dir.join("out.bin");
-        let mut sink = Sink::file(&target).unwrap();
-        assert!(sink.deliver(&mut BreaksOff(100)).is_err());
-        assert_eq!(sink.deliver(&mut &b"complete"[..]).unwrap(), 8);
+        let mut sink = Sink::file(&target, false).unwrap();
+        assert!(sink.deliver(&mut BreaksOff(100), Start::Over).is_err());
+        assert_eq!(sink.deliver(&mut &b"complete"[..], Start::Over).unwrap(), 8);
         sink.commit().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"complete");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
     }
 
     #[test]
+    fn a_resumed_delivery_appends_and_an_existing_file_can_be_continued() {
+        let dir = temp_dir("resume");
+        let target = dir.join("out.bin");
+        let mut sink = Sink::file(&target, false).unwrap();
+        assert!(sink.deliver(&mut BreaksOff(100), Start::Over).is_err());
+        assert_eq!(sink.held(), 100);
+        assert_eq!(sink.deliver(&mut &b"end"[..], Start::Held).unwrap(), 3);
+        assert_eq!(sink.held(), 103);
+        sink.commit().unwrap();
+        let mut expected = vec![b'x'; 100];
+        expected.extend_from_slice(b"end");
+        assert_eq!(fs::read(&target).unwrap(), expected);
+
+        // -C -: the old file is the start of the body.
+        let mut sink = Sink::file(&target, true).unwrap();
+        assert_eq!(sink.held(), 103);
+        sink.deliver(&mut &b"!"[..], Start::Held).unwrap();
+        sink.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap().len(), 104);
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn stdout_holds_a_small_body_back_until_it_is_whole() {
+        let mut out = Vec::new();
+        let mut held = Vec::new();
+        let mut released = 0;
+        let cut = hold_then_copy(
+            &mut BreaksOff(1000),
+            &mut out,
+            &mut held,
+            4096,
+            &mut released,
+        );
+        assert!(matches!(cut, Err(DeliverError::Read(_))));
+        assert!(out.is_empty(), "nothing written of a body that broke off");
+        assert_eq!((held.len(), released), (1000, 0));
+        // Beyond the hold, bytes stream.
+        held.clear();
+        let cut = hold_then_copy(
+            &mut BreaksOff(5000),
+            &mut out,
+            &mut held,
+            4096,
+            &mut released,
+        );
+        assert!(cut.is_err());
+        assert_eq!((out.len(), released, held.len()), (5000, 5000, 0));
+    }
+
+    #[test]
     fn capture_keeps_the_start_and_notes_the_rest() {
         let mut sink = Sink::capture(4);
-        assert_eq!(sink.deliver(&mut &b"abcdef"[..]).unwrap(), 4);
+        assert_eq!(sink.deliver(&mut &b"abcdef"[..], Start::Over).unwrap(), 4);
         assert!(matches!(&sink, Sink::Capture { body, truncated: true, .. } if body == b"abcd"));
-        assert_eq!(sink.deliver(&mut &b"xy"[..]).unwrap(), 2);
+        assert_eq!(sink.deliver(&mut &b"xy"[..], Start::Over).unwrap(), 2);
         assert!(matches!(&sink, Sink::Capture { body, truncated: false, .. } if body == b"xy"));
     }
 
@@ -306,8 +468,8 @@ mod tests {
         let link = dir.join("link.json");
         fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let mut sink = Sink::file(&link).unwrap();
-        sink.deliver(&mut &b"new"[..]).unwrap();
+        let mut sink = Sink::file(&link, false).unwrap();
+        sink.deliver(&mut &b"new"[..], Start::Over).unwrap();
         sink.commit().unwrap();
         assert!(
             fs::symlink_metadata(&link)
@@ -338,9 +500,9 @@ mod tests {
 
     #[test]
     fn special_files_are_written_directly() {
-        let mut sink = Sink::file(Path::new("/dev/null")).unwrap();
+        let mut sink = Sink::file(Path::new("/dev/null"), false).unwrap();
         assert!(matches!(sink, Sink::Direct { .. }));
-        assert_eq!(sink.deliver(&mut &b"abc"[..]).unwrap(), 3);
+        assert_eq!(sink.deliver(&mut &b"abc"[..], Start::Over).unwrap(), 3);
         sink.commit().unwrap();
     }
 }

@@ -59,6 +59,22 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{text}` is not a size (e.g. 4096, 64KiB, 2MiB)"))
 }
 
+/// A size for a sentence: `512 B`, `4.9 KiB`, `12.0 MiB`, `1.50 GiB`.
+pub fn size_text(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let decimals = if unit == UNITS.len() - 1 { 2 } else { 1 };
+    format!("{value:.decimals$} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +119,13 @@ mod tests {
         for bad in ["", "KiB", "-1", "1.5MiB", "1TiB", "99999999999999999999"] {
             assert!(parse_size(bad).is_err(), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn sizes_for_sentences() {
+        assert_eq!(size_text(512), "512 B");
+        assert_eq!(size_text(5000), "4.9 KiB");
+        assert_eq!(size_text(12 << 20), "12.0 MiB");
+        assert_eq!(size_text(3 << 29), "1.50 GiB");
     }
 }

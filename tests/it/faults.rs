@@ -99,16 +99,36 @@ fn a_body_that_breaks_off_before_its_content_length() {
     let error = run.outcome()["error"].as_str().unwrap().to_string();
     assert!(error.starts_with("the body broke off"), "{error}");
 
-    // To stdout, the first part has already gone out: it cannot be taken back.
+    // To stdout, a body that breaks off within the first MiB has not been
+    // written yet: it is retried, and nothing of it is shown.
     let server = breaks_off(100_000, 5000);
     let run = ends(
+        &["--attempts", "2", "--backoff", "10ms", &server.url()],
+        4,
+        "RETRY_EXHAUSTED",
+        MS(2000),
+    );
+    assert_eq!(server.accepted(), 2);
+    assert!(run.stdout.is_empty());
+    let reason = run.outcome()["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.starts_with("The body broke off after 4.9 KiB of 97.7 KiB"),
+        "{reason}"
+    );
+
+    // Beyond it, the start has gone out and cannot be taken back: without a
+    // way to resume, stdout is incomplete, which is not NON_RETRYABLE.
+    let server = breaks_off(4 << 20, 2 << 20);
+    let run = ends(
         &["--backoff", "10ms", &server.url()],
-        3,
-        "NON_RETRYABLE",
+        10,
+        "INCOMPLETE",
         MS(2000),
     );
     assert_eq!(server.accepted(), 1);
-    assert_eq!(run.stdout.len(), 5000);
+    assert_eq!(run.stdout.len(), 2 << 20);
+    let reason = run.outcome()["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains("stdout is incomplete"), "{reason}");
 
     // A chunked body that stops mid-chunk.
     let server = answers(

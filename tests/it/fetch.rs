@@ -467,8 +467,8 @@ fn outcome_lines_can_go_to_a_shared_log_or_stdout() {
 
 #[test]
 fn a_write_whose_answer_broke_off_on_stdout_is_not_called_final() {
-    // The 2xx says the POST was applied; its body broke off after some of it
-    // reached stdout, so it cannot be retried cleanly either.
+    // The 2xx says the POST was applied; its body broke off, and a write is
+    // never replayed to get the rest.
     let lab = scripted(vec![
         Step::new(201).body("x".repeat(5000)).truncate(),
         Step::new(201),

@@ -6,6 +6,7 @@ mod curl;
 mod delays;
 mod demo;
 mod docs;
+mod downloads;
 mod env;
 mod faults;
 mod fetch;

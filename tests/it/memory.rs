@@ -42,9 +42,13 @@ fn bulk() -> Raw {
 
 /// Runs `cmd` to its end, draining its stdout, and returns its exit code,
 /// how many bytes it wrote to stdout, and its peak resident set in KiB.
-fn peak(mut cmd: Command) -> (i32, u64, u64) {
+fn peak(cmd: Command) -> (i32, u64, u64) {
+    peak_with(cmd, Stdio::null())
+}
+
+fn peak_with(mut cmd: Command, stdin: Stdio) -> (i32, u64, u64) {
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -141,4 +145,52 @@ fn a_large_upload_from_a_file_is_never_held_in_memory() {
         large < small + 4 * 1024,
         "peak {large} KiB for 256 MiB, {small} KiB for 8 MiB"
     );
+}
+
+#[test]
+fn an_endless_upload_is_cut_at_the_budget_in_constant_memory() {
+    // Reads whatever comes, and never answers.
+    let server = raw(|mut stream| {
+        let _ = std::io::copy(&mut stream, &mut std::io::sink());
+    });
+    let start = std::time::Instant::now();
+    let (code, _, kib) = peak(abide(&[
+        "--no-state",
+        "--budget",
+        "1s",
+        "-d",
+        "@/dev/zero",
+        &server.url(),
+    ]));
+    // A POST that may have been read: not replayed.
+    assert_eq!(code, 7);
+    assert!(start.elapsed() < Duration::from_secs(3));
+    assert!(kib < 64 * 1024, "peak {kib} KiB");
+}
+
+#[test]
+fn a_large_body_from_stdin_is_spooled_not_held() {
+    let server = bulk();
+    let dir = temp_dir("memory-stdin");
+    let body = dir.join("stdin.bin");
+    let file = std::fs::File::create(&body).unwrap();
+    file.set_len(128 * MIB).unwrap();
+    let args = ["--no-state", "-X", "PUT", "--data-binary", "@-"];
+    let url = format!("{}/0", server.url());
+    let stdin = std::fs::File::open(&body).unwrap();
+    let (code, _, kib) = peak_with(abide(&[&args[..], &[&url]].concat()), stdin.into());
+    std::fs::remove_file(&body).unwrap();
+    assert_eq!(code, 0);
+    assert!(kib < 64 * 1024, "peak {kib} KiB for 128 MiB from stdin");
+}
+
+#[test]
+fn the_agent_keeps_no_more_than_a_sane_body() {
+    let (code, _, _) = peak(abide(&[
+        "--agent",
+        "--max-body",
+        "100GiB",
+        "http://127.0.0.1:9/",
+    ]));
+    assert_eq!(code, 2);
 }

@@ -41,6 +41,7 @@ fn policy() -> impl Strategy<Value = Policy> {
             |(attempts, budget, max_wait, floor, jitter, backoff, backoff_max, retry_on)| Policy {
                 attempts,
                 budget,
+                hard_budget: false,
                 max_wait,
                 floor,
                 jitter,

@@ -456,3 +456,186 @@ impl Live {
         Run::new(status, self.stdout.join().unwrap(), self.seen.join("\n"))
     }
 }
+
+/// How a [`Ranged`] server ends the body of one answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// It sends the whole body.
+    Never,
+    /// It sends this many bytes of the body, then closes cleanly (FIN).
+    Close(u64),
+    /// It sends this many bytes, then resets the connection (RST).
+    Reset(u64),
+}
+
+/// What a [`Ranged`] server says about its one file.
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub body: Arc<Vec<u8>>,
+    /// Accept-Ranges: bytes and ETag "v1"; without, neither is sent.
+    pub ranges: bool,
+    /// Honour a Range header (else always answer 200 with the whole body).
+    pub honour_range: bool,
+    /// HTTP/1.0 without Content-Length: the body ends when the connection does.
+    pub close_delimited: bool,
+    /// How each answer ends, by connection (the last one repeats).
+    pub cuts: Vec<Cut>,
+}
+
+impl Served {
+    pub fn file(body: Vec<u8>) -> Served {
+        Served {
+            body: Arc::new(body),
+            ranges: true,
+            honour_range: true,
+            close_delimited: false,
+            cuts: vec![Cut::Never],
+        }
+    }
+}
+
+/// A server of one file that can answer range requests, cut bodies short,
+/// and counts every byte of body it sends.
+pub struct Ranged {
+    pub raw: Raw,
+    sent: Arc<std::sync::atomic::AtomicU64>,
+    heads: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Ranged {
+    pub fn start(served: Served) -> Ranged {
+        let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (count, log) = (Arc::clone(&sent), Arc::clone(&heads));
+        let raw = raw(move |stream| {
+            let head = read_head(&stream);
+            let cut = {
+                let mut heads = log.lock().unwrap();
+                heads.push(head.clone());
+                served.cuts[(heads.len() - 1).min(served.cuts.len() - 1)]
+            };
+            serve_range(stream, &head, &served, cut, &count);
+        });
+        Ranged { raw, sent, heads }
+    }
+
+    pub fn url(&self) -> String {
+        self.raw.url()
+    }
+
+    /// Bytes of body sent so far, over all connections.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(SeqCst)
+    }
+
+    /// The request heads received, lower-cased.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+fn serve_range(
+    mut stream: TcpStream,
+    head: &str,
+    served: &Served,
+    cut: Cut,
+    count: &std::sync::atomic::AtomicU64,
+) {
+    let size = served.body.len() as u64;
+    let asked = head.lines().find_map(|l| {
+        let l = l.to_ascii_lowercase();
+        l.strip_prefix("range: bytes=")?
+            .trim()
+            .strip_suffix('-')?
+            .parse::<u64>()
+            .ok()
+    });
+    let if_range = head.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("if-range: ")
+            .map(str::to_string)
+    });
+    let current = if_range.is_none_or(|v| v.trim() == "\"v1\"");
+    let start = asked.filter(|&n| served.honour_range && current && n < size);
+    if asked == Some(size) && served.honour_range {
+        let out = format!(
+            "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{size}\r\nContent-Length: 0\r\n\r\n"
+        );
+        let _ = stream.write_all(out.as_bytes());
+        return;
+    }
+    let mut out = match start {
+        Some(n) => format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {n}-{}/{size}\r\nContent-Length: {}\r\n",
+            size - 1,
+            size - n
+        ),
+        None if served.close_delimited => "HTTP/1.0 200 OK\r\n".to_string(),
+        None => format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n"),
+    };
+    if served.ranges {
+        out.push_str("Accept-Ranges: bytes\r\nETag: \"v1\"\r\n");
+    }
+    out.push_str("\r\n");
+    if stream.write_all(out.as_bytes()).is_err() {
+        return;
+    }
+    let from = start.unwrap_or(0) as usize;
+    let until = match cut {
+        Cut::Never => served.body.len(),
+        Cut::Close(n) | Cut::Reset(n) => (from + n as usize).min(served.body.len()),
+    };
+    for chunk in served.body[from..until].chunks(64 * 1024) {
+        if stream.write_all(chunk).is_err() {
+            return;
+        }
+        count.fetch_add(chunk.len() as u64, SeqCst);
+    }
+    if let Cut::Reset(_) = cut {
+        // Let the client read what was sent, then reset: SO_LINGER 0 makes
+        // close(2) send RST instead of FIN.
+        std::thread::sleep(Duration::from_millis(50));
+        reset(&stream);
+    }
+}
+
+/// Closes `stream` with a TCP reset.
+pub fn reset(stream: &TcpStream) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt(2) on a socket we own, with a correctly sized value.
+    let done = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(done, 0);
+}
+
+/// Bytes that do not repeat in any short period, so that a piece put at the
+/// wrong offset changes the digest.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
