@@ -402,8 +402,9 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
 }
 
 fn parse_header_value(text: &str) -> Result<String, String> {
-    if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        Err("a header value cannot contain line breaks or NUL".into())
+    // RFC 9110 §5.5: visible characters, spaces and tabs; no other controls.
+    if text.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        Err("a header value cannot contain line breaks or other control characters".into())
     } else {
         Ok(text.to_string())
     }
@@ -485,12 +486,25 @@ pub fn command() -> clap::Command {
         .iter()
         .map(|(what, how)| format!("  # {what}\n{}", indent(how)))
         .collect();
-    Cli::command().after_long_help(format!(
-        "Decision table:\n{}\n\nExit codes:\n{}\n\nExamples:\n{}",
-        indent(DECISION_TABLE),
-        indent(&exit_codes()),
-        examples.join("\n\n")
-    ))
+    Cli::command()
+        // So that `--budget -1s` reaches the parser, which says why it is
+        // refused, instead of reading as an unknown flag `-1`.
+        .mut_args(|arg| {
+            let duration = arg
+                .get_value_names()
+                .is_some_and(|names| names.iter().any(|n| n == "DURATION"));
+            if duration {
+                arg.allow_hyphen_values(true)
+            } else {
+                arg
+            }
+        })
+        .after_long_help(format!(
+            "Decision table:\n{}\n\nExit codes:\n{}\n\nExamples:\n{}",
+            indent(DECISION_TABLE),
+            indent(&exit_codes()),
+            examples.join("\n\n")
+        ))
 }
 
 /// What each example shows, and the example (lines within 72 columns).
@@ -551,7 +565,14 @@ mod tests {
             }
         );
         assert_eq!(parse_header("User-Agent:").unwrap().value, None);
-        for bad in ["nocolon", ": v", "Bad Name: v", "X: a\r\nInjected: 1"] {
+        for bad in [
+            "nocolon",
+            ": v",
+            "Bad Name: v",
+            "X: a\r\nInjected: 1",
+            "X: \x01",
+            "X: a\x7f",
+        ] {
             assert!(parse_header(bad).is_err(), "{bad:?}");
         }
     }

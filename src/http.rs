@@ -128,7 +128,10 @@ impl Http {
             .http_status_as_error(false)
             .allow_non_standard_methods(true)
             .max_redirects(if settings.follow_redirects { 10 } else { 0 })
+            // The plan adds these itself, so that -H "Name:" can remove them.
             .user_agent(ureq::config::AutoHeaderValue::None)
+            .accept(ureq::config::AutoHeaderValue::None)
+            .accept_encoding(ureq::config::AutoHeaderValue::None)
             .tls_config(tls.build());
         if let Some(proxy) = &settings.proxy {
             let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
@@ -182,6 +185,11 @@ fn attempt(
         })?
         .into_parts();
     let result = match &request.body {
+        // An empty body of known length, never a chunked one (which some
+        // servers refuse with 501), for the methods that carry a body.
+        Body::Empty if matches!(request.method.as_str(), "POST" | "PUT" | "PATCH") => {
+            run_with(agent, parts, &[][..], limits)
+        }
         Body::Empty => run_with(agent, parts, (), limits),
         Body::Bytes(bytes) => run_with(agent, parts, bytes.as_slice(), limits),
         Body::File(path) => {
@@ -288,8 +296,11 @@ impl<R: Read> Read for Interruptible<R> {
 fn failure(error: ureq::Error) -> Failure {
     use ureq::Error as E;
     let phase = match &error {
-        E::HostNotFound
-        | E::ConnectionFailed
+        // Waiting fixes neither a name that does not resolve nor a
+        // certificate the client refuses.
+        E::HostNotFound | E::Rustls(rustls::Error::InvalidCertificate(_)) => Phase::Final,
+        E::Io(io) if unresolved(io) => Phase::Final,
+        E::ConnectionFailed
         | E::ConnectProxyFailed(_)
         | E::InvalidProxyUrl
         | E::Tls(_)
@@ -325,8 +336,23 @@ fn before_send(error: &io::Error) -> bool {
     )
 }
 
+/// A name the resolver says does not exist, as opposed to a resolver that
+/// could not be asked (`EAI_AGAIN`), which may answer later.
+fn unresolved(error: &io::Error) -> bool {
+    let text = error.to_string();
+    text.contains("failed to lookup address") && !text.contains("Temporary failure")
+}
+
 fn describe(error: &ureq::Error) -> String {
     match error {
+        ureq::Error::HostNotFound => "the host name does not resolve: check the host name".into(),
+        ureq::Error::Io(io) if unresolved(io) => {
+            format!("the host name does not resolve ({io}): check the host name")
+        }
+        ureq::Error::Rustls(rustls::Error::InvalidCertificate(why)) => format!(
+            "the server's TLS certificate was refused ({}): pass --cacert or fix the certificate",
+            certificate_problem(why)
+        ),
         ureq::Error::Timeout(Timeout::Global) => "timeout: the attempt ran out of time".into(),
         ureq::Error::Timeout(Timeout::Connect) => "timeout: could not connect in time".into(),
         ureq::Error::Timeout(Timeout::RecvResponse) => {
@@ -354,5 +380,24 @@ pub fn io_kind(error: &io::Error) -> &'static str {
         K::TimedOut => "timeout",
         K::BrokenPipe => "broken pipe",
         _ => "i/o error",
+    }
+}
+
+/// A refused certificate in words, not in Rust debug text.
+fn certificate_problem(error: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    match error {
+        C::UnknownIssuer => "it is not signed by a trusted CA".into(),
+        C::Expired | C::ExpiredContext { .. } => "it has expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "it is not valid yet".into(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "it is not valid for this host name".into()
+        }
+        C::Revoked => "it has been revoked".into(),
+        C::BadSignature => "its signature is invalid".into(),
+        C::Other(other) if other.to_string().contains("CaUsedAsEndEntity") => {
+            "it is a CA certificate used as the server's own".into()
+        }
+        other => other.to_string(),
     }
 }
