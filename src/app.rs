@@ -315,6 +315,13 @@ fn fetch(cli: &Cli) -> ExitCode {
             "State: unavailable ({e}); the run went on without shared limits."
         ));
     }
+    // `curl`-style: at a terminal, the outcome line starts on its own line.
+    if sink.open_line() && !agent && plan.outcome_to == OutcomeTo::Stderr {
+        use std::io::IsTerminal;
+        if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
+            eprintln!();
+        }
+    }
     let captured = match &sink {
         Sink::Capture {
             body, truncated, ..

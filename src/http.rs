@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
@@ -84,6 +84,7 @@ pub trait Transport {
 /// The real transport, over ureq.
 pub struct Http {
     agent: Agent,
+    follow_redirects: bool,
     /// Shared with the thread of the attempt in flight.
     request: Arc<Request>,
     interrupted: Arc<AtomicBool>,
@@ -127,7 +128,8 @@ impl Http {
             .max_response_header_size(MAX_HEAD)
             .http_status_as_error(false)
             .allow_non_standard_methods(true)
-            .max_redirects(if settings.follow_redirects { 10 } else { 0 })
+            // abide follows redirects itself (`attempt`), with curl's rules.
+            .max_redirects(0)
             // The plan adds these itself, so that -H "Name:" can remove them.
             .user_agent(ureq::config::AutoHeaderValue::None)
             .accept(ureq::config::AutoHeaderValue::None)
@@ -139,6 +141,7 @@ impl Http {
         }
         Ok(Http {
             agent: config.build().new_agent(),
+            follow_redirects: settings.follow_redirects,
             request: Arc::new(request),
             interrupted: Arc::default(),
         })
@@ -165,8 +168,118 @@ impl Http {
     }
 }
 
-/// One attempt, start to response head, on the attempt's own thread.
+/// Redirects followed at most, per attempt, with -L.
+const MAX_REDIRECTS: usize = 10;
+
+/// One attempt, start to response head, on the attempt's own thread; with
+/// -L, through its redirects as curl follows them: 307 and 308 re-send the
+/// method and body; 303, and 301 or 302 after a POST, turn it into a body-less
+/// GET; credentials and cookies go on to the same origin only; a
+/// Retry-After on a redirect is waited before following it.
 fn attempt(
+    agent: &Agent,
+    request: &Request,
+    limits: Limits,
+    follow: bool,
+) -> Result<ureq::http::Response<ureq::Body>, Failure> {
+    let start = Instant::now();
+    let mut hop = request.clone();
+    for _ in 0..=MAX_REDIRECTS {
+        let left = limits.total.saturating_sub(start.elapsed());
+        let response = send_one(
+            agent,
+            &hop,
+            Limits {
+                total: left,
+                ..limits
+            },
+        )?;
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok());
+        let (true, 301 | 302 | 303 | 307 | 308, Some(location)) = (follow, status, location) else {
+            return Ok(response);
+        };
+        let next = redirect_target(&hop.url, location)?;
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)));
+        if let Some(wait) = crate::delay::server_delay(headers, SystemTime::now()).delay {
+            let left = limits.total.saturating_sub(start.elapsed());
+            if wait.delay > left {
+                return Err(Failure {
+                    phase: Phase::BeforeSend,
+                    message: format!(
+                        "timeout: a {status} redirect asked to wait {:.1} s before following it, more than the {:.1} s this attempt has left",
+                        wait.delay.as_secs_f64(),
+                        left.as_secs_f64()
+                    ),
+                });
+            }
+            std::thread::sleep(wait.delay);
+        }
+        hop = redirected(hop, status, next);
+    }
+    Err(Failure {
+        phase: Phase::Final,
+        message: format!("more than {MAX_REDIRECTS} redirects"),
+    })
+}
+
+/// The absolute URL a `Location` points to, from the URL that was sent.
+fn redirect_target(base: &str, location: &str) -> Result<String, Failure> {
+    let refused = |why: String| Failure {
+        phase: Phase::Final,
+        message: format!(
+            "cannot follow the redirect to {}: {why}",
+            crate::redact::url(location)
+        ),
+    };
+    let next = url::Url::parse(base)
+        .and_then(|base| base.join(location))
+        .map_err(|e| refused(e.to_string()))?;
+    match next.scheme() {
+        "http" | "https" => Ok(next.to_string()),
+        other => Err(refused(format!("abide speaks http and https, not {other}"))),
+    }
+}
+
+/// The request a redirect asks for next.
+fn redirected(mut request: Request, status: u16, url: String) -> Request {
+    let to_get = status == 303 && request.method != "HEAD"
+        || matches!(status, 301 | 302) && request.method == "POST";
+    if to_get {
+        request.method = "GET".into();
+        request.body = Body::Empty;
+        request.headers.retain(|(name, _)| {
+            !name.eq_ignore_ascii_case("content-type")
+                && !name.eq_ignore_ascii_case("content-length")
+        });
+    }
+    if origin(&request.url) != origin(&url) {
+        request.headers.retain(|(name, _)| {
+            !name.eq_ignore_ascii_case("authorization") && !name.eq_ignore_ascii_case("cookie")
+        });
+    }
+    request.url = url;
+    request
+}
+
+/// `scheme://host:port` of a URL that parsed before it was sent.
+fn origin(url: &str) -> Option<(String, String, Option<u16>)> {
+    let url = url::Url::parse(url).ok()?;
+    Some((
+        url.scheme().to_string(),
+        url.host_str()?.to_ascii_lowercase(),
+        url.port_or_known_default(),
+    ))
+}
+
+/// One request, to its response head.
+fn send_one(
     agent: &Agent,
     request: &Request,
     limits: Limits,
@@ -225,11 +338,12 @@ impl Transport for Http {
         let (done, result) = mpsc::sync_channel(1);
         let agent = self.agent.clone();
         let request = Arc::clone(&self.request);
+        let follow = self.follow_redirects;
         std::thread::Builder::new()
             .name("abide-attempt".into())
             .spawn(move || {
                 // The caller may have stopped listening; that is fine.
-                let _ = done.send(attempt(&agent, &request, limits));
+                let _ = done.send(attempt(&agent, &request, limits, follow));
             })
             .map_err(|e| Failure {
                 phase: Phase::BeforeSend,

@@ -12,6 +12,8 @@ const CHUNK: usize = crate::http::BUFFER;
 pub enum Sink {
     Stdout {
         written: u64,
+        /// The body so far ended without a newline.
+        open_line: bool,
     },
     /// A regular file (or a new one): a temporary file beside it, renamed on success.
     Atomic {
@@ -20,9 +22,7 @@ pub enum Sink {
         target: PathBuf,
     },
     /// `/dev/null`, a FIFO, a terminal: written directly.
-    Direct {
-        file: File,
-    },
+    Direct { file: File },
     /// `--agent`: the start of the body, kept in memory for the JSON object.
     Capture {
         body: Vec<u8>,
@@ -43,7 +43,10 @@ pub enum DeliverError {
 
 impl Sink {
     pub fn stdout() -> Sink {
-        Sink::Stdout { written: 0 }
+        Sink::Stdout {
+            written: 0,
+            open_line: false,
+        }
     }
 
     pub fn capture(limit: u64) -> Sink {
@@ -100,9 +103,16 @@ impl Sink {
     /// Streams `body` into the sink in constant memory.
     pub fn deliver(&mut self, body: &mut dyn Read) -> Result<u64, DeliverError> {
         match self {
-            Sink::Stdout { written } => {
-                let mut out = io::stdout().lock();
+            Sink::Stdout { written, open_line } => {
+                let mut out = LastByte {
+                    out: io::stdout().lock(),
+                    last: None,
+                };
                 let result = copy(body, &mut out, written);
+                if let Some(last) = out.last {
+                    *open_line = last != b'\n';
+                }
+                let mut out = out.out;
                 let flushed = out.flush().map_err(DeliverError::Write);
                 let rewound = *written == 0;
                 match result {
@@ -165,12 +175,44 @@ impl Sink {
         }
     }
 
+    /// Whether the body written to stdout left its last line open: at a
+    /// terminal, what follows must start on a line of its own.
+    pub fn open_line(&self) -> bool {
+        matches!(
+            self,
+            Sink::Stdout {
+                open_line: true,
+                ..
+            }
+        )
+    }
+
     /// Leaves the destination as it was.
     pub fn discard(self) {
         if let Sink::Atomic { temp, file, .. } = self {
             drop(file);
             let _ = fs::remove_file(temp);
         }
+    }
+}
+
+/// A writer that remembers the last byte it was given.
+struct LastByte<W> {
+    out: W,
+    last: Option<u8>,
+}
+
+impl<W: Write> Write for LastByte<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        if n > 0 {
+            self.last = Some(buf[n - 1]);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
     }
 }
 

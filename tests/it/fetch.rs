@@ -427,12 +427,207 @@ fn usage_errors_send_nothing() {
         vec!["--retry-on", "abc", &lab.url()],
         vec!["ftp://example.com/"],
         vec!["-o", "/nonexistent-dir/out", &lab.url()],
+        vec!["--outcome", "/nonexistent-dir/outcomes", &lab.url()],
+        vec!["--log", "/nonexistent-dir/log", &lab.url()],
+        vec!["--rate", "5/s", "--no-state", &lab.url()],
+        vec!["--max-concurrent", "2", "--no-state", &lab.url()],
+        vec!["-H", "X-Note: a\x01b", &lab.url()],
+        vec!["-H", "X-Note: a\x7fb", &lab.url()],
+        vec!["--budget", "-1s", &lab.url()],
+        vec![&lab.url(), "http://example.com/"],
     ] {
         let run = run(&args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains("error"), "{args:?}: {}", run.stderr);
+        // After the message for a person, the one outcome line for a script,
+        // where --outcome says.
+        let lines = format!("{}{}", run.stderr, run.stdout_text());
+        assert_eq!(
+            lines.matches("\"outcome\":\"USAGE_ERROR\"").count(),
+            1,
+            "{args:?}: {lines}"
+        );
     }
     assert_eq!(lab.records().len(), 0);
+}
+
+#[test]
+fn usage_errors_say_what_is_wrong() {
+    let said = |args: &[&str]| run(args).outcome()["reason"].as_str().unwrap().to_string();
+    let two = said(&["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
+    assert!(two.contains("abide takes one URL"), "{two}");
+    let negative = said(&["--budget", "-1s", "h"]);
+    assert!(
+        negative.contains("durations cannot be negative"),
+        "{negative}"
+    );
+    let mut cmd = abide(&["h"]);
+    cmd.env("ABIDE_ATTEMPTS", "zero");
+    let from_env = finish(cmd, b"");
+    assert_eq!(from_env.code, 2);
+    assert!(
+        from_env.stderr.contains("ABIDE_ATTEMPTS=zero"),
+        "{}",
+        from_env.stderr
+    );
+    // A usage line shows no flag the user never typed.
+    let mut cmd = abide(&["h"]);
+    cmd.env("ABIDE_TASK", "t1");
+    let task = finish(cmd, b"");
+    assert_eq!(task.code, 2);
+    let usage = task
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("Usage:"))
+        .unwrap();
+    assert_eq!(usage, "Usage: abide [OPTIONS] <URL>", "{}", task.stderr);
+    // The outcome line goes where --outcome says, even for clap's errors.
+    let dir = temp_dir("usage-outcome");
+    let file = dir.join("outcomes.jsonl");
+    let run = run(&[
+        "--outcome",
+        file.to_str().unwrap(),
+        "--attempts",
+        "zero",
+        "h",
+    ]);
+    assert_eq!(run.code, 2);
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("\"USAGE_ERROR\""), "{written}");
+}
+
+#[test]
+fn requests_are_sent_as_the_user_meant_them() {
+    let lab = scripted(vec![Step::new(200)]);
+    for method in ["POST", "PUT", "PATCH"] {
+        let run = run(&["-X", method, &lab.url()]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    for sent in lab.records() {
+        assert_eq!(sent.header("content-length"), Some("0"), "{}", sent.method);
+        assert_eq!(sent.header("transfer-encoding"), None, "{}", sent.method);
+    }
+    // Default headers go when -H "Name:" says so, Accept and Accept-Encoding included.
+    let lab = scripted(vec![Step::new(200)]);
+    let run = run(&[
+        "-H",
+        "Accept:",
+        "-H",
+        "Accept-Encoding:",
+        "-H",
+        "User-Agent:",
+        &lab.url(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let sent = &lab.records()[0];
+    for name in ["accept", "accept-encoding", "user-agent"] {
+        assert_eq!(sent.header(name), None, "{name}");
+    }
+    let run = super::util::run(&[&lab.url()]);
+    assert_eq!(run.code, 0);
+    assert_eq!(lab.records()[1].header("accept"), Some("*/*"));
+    // Non-ASCII in the path and query is percent-encoded, as curl does.
+    let run = super::util::run(&[&format!("{}/caf\u{e9}?q=\u{fc}", lab.url())]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lab.records()[2].path, "/caf%C3%A9?q=%C3%BC");
+    // -o - is stdout.
+    let dir = temp_dir("dash-output");
+    let lab = scripted(vec![Step::new(200).body("to stdout")]);
+    let mut cmd = abide(&["-o", "-", &lab.url()]);
+    cmd.current_dir(&dir);
+    let run = finish(cmd, b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "to stdout");
+    assert!(files_in(&dir).is_empty(), "{:?}", files_in(&dir));
+}
+
+#[test]
+fn redirects_are_followed_as_curl_follows_them() {
+    // 307 and 308 re-send the method and the body: the server did not act on it.
+    for status in [307, 308] {
+        let lab = scripted(vec![
+            Step::new(status).header("Location", "/v1/x/"),
+            Step::new(201).body("made"),
+        ]);
+        let out = run(&[
+            "-L",
+            "-u",
+            "ann:pw",
+            "-H",
+            "Cookie: s=1",
+            "-d",
+            "a=1",
+            &format!("{}/v1/x", lab.url()),
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.outcome()["status"], 201);
+        let sent = lab.records();
+        assert_eq!(sent.len(), 2);
+        assert_eq!(
+            (sent[1].method.as_str(), sent[1].path.as_str()),
+            ("POST", "/v1/x/")
+        );
+        assert_eq!(sent[1].body, b"a=1");
+        // The same origin keeps the credentials and the cookie.
+        assert_eq!(sent[1].header("authorization"), Some("Basic YW5uOnB3"));
+        assert_eq!(sent[1].header("cookie"), Some("s=1"));
+    }
+    // 303 (and 301/302 after a POST) turn it into a GET without a body or its type.
+    let lab = scripted(vec![
+        Step::new(303).header("Location", "/done"),
+        Step::new(200),
+    ]);
+    let out = run(&["-L", "--json", "{}", &lab.url()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = &lab.records()[1];
+    assert_eq!(sent.method, "GET");
+    assert!(sent.body.is_empty());
+    assert_eq!(sent.header("content-type"), None);
+    // Another origin gets neither.
+    let other = scripted(vec![Step::new(200)]);
+    let lab = scripted(vec![
+        Step::new(302).header("Location", format!("{}/there", other.url())),
+    ]);
+    let out = run(&["-L", "-u", "ann:pw", "-H", "Cookie: s=1", &lab.url()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = &other.records()[0];
+    assert_eq!(sent.header("authorization"), None);
+    assert_eq!(sent.header("cookie"), None);
+    // A Retry-After on a redirect is waited before following it.
+    let lab = scripted(vec![
+        Step::new(302)
+            .header("Location", "/later")
+            .header("Retry-After-Ms", "300"),
+        Step::new(200),
+    ]);
+    let out = run(&["-L", &lab.url()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = lab.records();
+    assert!(gaps(&sent)[0] >= MS(300), "{:?}", gaps(&sent));
+    // Without -L, the outcome says where it points.
+    let lab = scripted(vec![Step::new(302).header("Location", "/next")]);
+    let out = run(&[&lab.url()]);
+    let instruction = out.outcome()["instruction"].as_str().unwrap().to_string();
+    assert!(
+        instruction.contains("/next") && instruction.contains("-L"),
+        "{instruction}"
+    );
+}
+
+#[test]
+fn failures_that_waiting_cannot_fix_end_at_once() {
+    let run = run(&["--backoff", "10ms", "http://no-such-host.invalid/"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    let o = run.outcome();
+    assert_eq!(o["outcome"], "NON_RETRYABLE");
+    assert_eq!(o["attempts"], 1);
+    assert!(
+        o["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("check the host name"),
+        "{o}"
+    );
 }
 
 #[test]
