@@ -119,9 +119,15 @@ pub struct RequestArgs {
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,
 
-    /// Trust the CA certificates in this PEM file instead of the built-in roots.
+    /// Trust the CA certificates in this PEM file instead of the built-in roots;
+    /// a server whose certificate is one of them exactly (a self-signed one)
+    /// is trusted too, as curl does.
     #[arg(long = "cacert", value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+
+    /// Trust the operating system's certificate store instead of the built-in roots.
+    #[arg(long = "ca-native", conflicts_with = "cacert")]
+    pub ca_native: bool,
 
     /// Longest time to connect, per attempt.
     #[arg(long = "connect-timeout", value_name = "DURATION", env = "ABIDE_CONNECT_TIMEOUT",

@@ -44,6 +44,8 @@ pub struct Settings {
     pub proxy: Option<String>,
     pub insecure: bool,
     pub cacert: Option<PathBuf>,
+    /// Trust the operating system's certificate store (`--ca-native`).
+    pub ca_native: bool,
 }
 
 /// Time limits for one attempt.
@@ -101,6 +103,10 @@ const POLL: Duration = Duration::from_millis(5);
 impl Http {
     pub fn new(settings: &Settings, request: Request) -> Result<Http> {
         let mut tls = TlsConfig::builder().disable_verification(settings.insecure);
+        if settings.ca_native {
+            tls = tls.root_certs(RootCerts::PlatformVerifier);
+        }
+        let mut ca_file = None;
         if let Some(path) = &settings.cacert {
             let pem = std::fs::read(path)
                 .with_context(|| format!("cannot read --cacert {}", path.display()))?;
@@ -117,7 +123,7 @@ impl Http {
                 "--cacert {} holds no certificate",
                 path.display()
             );
-            tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
+            ca_file = Some(certs);
         }
         let mut config = Agent::config_builder()
             // Reads of 64 KiB copy out of the socket faster than ureq's
@@ -139,8 +145,18 @@ impl Http {
             let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
             config = config.proxy(Some(proxy));
         }
+        let agent = match ca_file {
+            Some(certs) if !settings.insecure => crate::tls::agent_trusting(config.build(), &certs)
+                .with_context(|| {
+                    format!(
+                        "--cacert {}",
+                        settings.cacert.as_ref().expect("read above").display()
+                    )
+                })?,
+            _ => config.build().new_agent(),
+        };
         Ok(Http {
-            agent: config.build().new_agent(),
+            agent,
             follow_redirects: settings.follow_redirects,
             request: Arc::new(request),
             interrupted: Arc::default(),
@@ -412,7 +428,8 @@ fn failure(error: ureq::Error) -> Failure {
     let phase = match &error {
         // Waiting fixes neither a name that does not resolve nor a
         // certificate the client refuses.
-        E::HostNotFound | E::Rustls(rustls::Error::InvalidCertificate(_)) => Phase::Final,
+        E::HostNotFound => Phase::Final,
+        _ if refused_certificate(&error).is_some() => Phase::Final,
         E::Io(io) if unresolved(io) => Phase::Final,
         E::ConnectionFailed
         | E::ConnectProxyFailed(_)
@@ -457,16 +474,45 @@ fn unresolved(error: &io::Error) -> bool {
     text.contains("failed to lookup address") && !text.contains("Temporary failure")
 }
 
+/// The reason the client refused the server's certificate, if it did;
+/// rustls reports it as its own error or inside an I/O error.
+fn refused_certificate(error: &ureq::Error) -> Option<&rustls::CertificateError> {
+    let rustls = match error {
+        ureq::Error::Rustls(e) => Some(e),
+        ureq::Error::Io(io) => io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()),
+        _ => None,
+    };
+    match rustls {
+        Some(rustls::Error::InvalidCertificate(why)) => Some(why),
+        _ => None,
+    }
+}
+
+/// How failures that waiting cannot fix start, and what fixes them.
+const REMEDIES: [(&str, &str); 2] = [
+    ("the host name does not resolve", "check the host name"),
+    (
+        "the server's TLS certificate was refused",
+        "pass --cacert or fix the certificate",
+    ),
+];
+
+/// What fixes the failure `error` describes, when retrying cannot.
+pub fn remedy(error: &str) -> Option<&'static str> {
+    REMEDIES
+        .iter()
+        .find(|(start, _)| error.starts_with(start))
+        .map(|(_, remedy)| *remedy)
+}
+
 fn describe(error: &ureq::Error) -> String {
+    let [(unresolved_host, _), (refused, _)] = REMEDIES;
+    if let Some(why) = refused_certificate(error) {
+        return format!("{refused}: {}", certificate_problem(why));
+    }
     match error {
-        ureq::Error::HostNotFound => "the host name does not resolve: check the host name".into(),
-        ureq::Error::Io(io) if unresolved(io) => {
-            format!("the host name does not resolve ({io}): check the host name")
-        }
-        ureq::Error::Rustls(rustls::Error::InvalidCertificate(why)) => format!(
-            "the server's TLS certificate was refused ({}): pass --cacert or fix the certificate",
-            certificate_problem(why)
-        ),
+        ureq::Error::HostNotFound => unresolved_host.into(),
+        ureq::Error::Io(io) if unresolved(io) => format!("{unresolved_host} ({io})"),
         ureq::Error::Timeout(Timeout::Global) => "timeout: the attempt ran out of time".into(),
         ureq::Error::Timeout(Timeout::Connect) => "timeout: could not connect in time".into(),
         ureq::Error::Timeout(Timeout::RecvResponse) => {

@@ -471,7 +471,10 @@ impl Words<'_> {
                 Some(404 | 410) => format!("{} will not change by retrying; check the URL before calling again.", self.what()),
                 Some(status) if status < 500 => format!("{} will not change by retrying; fix the request before calling again.", self.what()),
                 Some(_) => format!("{} will not change by retrying; report it or try again much later.", self.what()),
-                None => format!("{}; retrying will not help, fix the cause first.", self.what()),
+                None => match self.record.error.as_deref().and_then(crate::http::remedy) {
+                    Some(remedy) => format!("Retrying will not help: {remedy} before calling again."),
+                    None => format!("{}; retrying will not help, fix the cause first.", self.what()),
+                },
             },
             Kind::RetryExhausted if self.status == Some(429) => format!(
                 "The server is still rate limiting; {}.",

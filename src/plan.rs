@@ -341,6 +341,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             proxy: r.proxy.clone(),
             insecure: r.insecure,
             cacert: r.cacert.clone(),
+            ca_native: r.ca_native,
         },
         policy,
         replay,

@@ -717,3 +717,32 @@ fn proxies_user_agents_and_ca_files() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(lab.records().len(), 1);
 }
+
+#[test]
+fn a_self_signed_cacert_is_trusted_as_curl_trusts_it() {
+    let dir = temp_dir("self-signed");
+    let server = tls_server(&dir);
+    let cacert = server.cert.to_str().unwrap();
+    let out = run(&["--no-state", "--cacert", cacert, &server.url]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout_text(), "ok");
+    // Without it, or with another certificate, the refusal is final and says so.
+    let (other, _) = self_signed(&dir, "other");
+    for extra in [vec![], vec!["--cacert", other.to_str().unwrap()]] {
+        let out = run(&[
+            &["--no-state", "--backoff", "10ms"],
+            &extra[..],
+            &[&server.url],
+        ]
+        .concat());
+        assert_eq!(out.code, 3, "{extra:?}: {}", out.stderr);
+        let o = out.outcome();
+        assert_eq!(o["attempts"], 1, "{o}");
+        let instruction = o["instruction"].as_str().unwrap();
+        assert!(
+            instruction.contains("pass --cacert or fix the certificate"),
+            "{o}"
+        );
+        assert!(!o["error"].as_str().unwrap().contains("Other("), "{o}");
+    }
+}
