@@ -6,7 +6,7 @@
 //! not to garble ordinary words. Text is masked before it is cut, so that a
 //! secret crossing the cut never leaves its head behind.
 
-use percent_encoding::{NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 /// Names of headers and query parameters whose values are secrets; a
 /// percent-encoded name (`api%5Fkey`) is decoded first.
@@ -123,6 +123,13 @@ pub fn urls_in(text: &str) -> String {
         .collect()
 }
 
+/// What a URL component percent-encodes: all but RFC 3986's unreserved characters.
+const URL_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// A secret this short is not masked in free text: it would garble
 /// ordinary words in messages (`-u admin:admin`, a cookie's `lang=en`).
 const SECRET_MIN: usize = 8;
@@ -159,7 +166,7 @@ impl Redactor {
         }
         let json = serde_json::to_string(secret).expect("a string serializes");
         let escaped = &json[1..json.len() - 1];
-        let encoded = utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string();
+        let encoded = utf8_percent_encode(secret, URL_COMPONENT).to_string();
         for form in [secret, escaped, &encoded] {
             if !self.secrets.iter().any(|s| s == form.as_bytes()) {
                 self.secrets.push(form.as_bytes().to_vec());
@@ -331,9 +338,12 @@ mod tests {
     #[test]
     fn escaped_and_encoded_forms() {
         let mut r = Redactor::default();
-        r.add("pa\"ss\\word/+x");
-        assert_eq!(r.text(r#"{"echo":"pa\"ss\\word/+x"}"#), r#"{"echo":"***"}"#);
-        assert_eq!(r.text("?p=pa%22ss%5Cword%2F%2Bx&q"), "?p=***&q");
+        r.add("pa\"ss\\word/+x-y");
+        assert_eq!(
+            r.text(r#"{"echo":"pa\"ss\\word/+x-y"}"#),
+            r#"{"echo":"***"}"#
+        );
+        assert_eq!(r.text("?p=pa%22ss%5Cword%2F%2Bx-y&q"), "?p=***&q");
     }
 
     #[test]

@@ -336,3 +336,15 @@ fn off_a_terminal_stderr_is_the_outcome_line_alone() {
     }
     assert_eq!(lab.records().len(), 2);
 }
+
+#[test]
+fn the_outcome_line_starts_on_its_own_line_after_an_open_body() {
+    let lab = scripted(vec![Step::new(200).body("no newline at the end")]);
+    let dir = temp_dir("terminal-open-line");
+    let pane = Pane::run(&dir, &[&lab.url()]);
+    let (code, screen) = pane.finished();
+    assert_eq!(code, 0, "{}", screen.join("\n"));
+    assert_eq!(screen[0], "no newline at the end", "{}", screen.join("\n"));
+    let outcome: Value = serde_json::from_str(&screen[1]).expect("the outcome line, whole");
+    assert_eq!(outcome["outcome"], "SUCCEEDED");
+}
