@@ -77,7 +77,9 @@ pub struct RequestArgs {
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
     pub method: Option<String>,
 
-    /// Add a header, "Name: value" (repeatable). "Name:" removes a default header.
+    /// Add a header, "Name: value" (repeatable). "Name:" removes a default header
+    /// (User-Agent, Accept, Accept-Encoding, Content-Type). Control characters
+    /// are refused.
     /// (Checked by `plan`, not by clap: clap would quote a refused value,
     /// and a malformed header is often a credential.)
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
@@ -98,7 +100,10 @@ pub struct RequestArgs {
     #[arg(long = "json", value_name = "DATA", conflicts_with_all = ["data", "data_binary"])]
     pub json: Option<String>,
 
-    /// Follow redirects (at most 10); without it a 3xx answer is final.
+    /// Follow redirects (at most 10), as curl does: 307 and 308 re-send the method
+    /// and body; 303, and 301 or 302 after a POST, become a GET without a body;
+    /// -u, Authorization and Cookie go on to the same origin only; a Retry-After
+    /// on a redirect is waited first. Without -L a 3xx answer is final.
     #[arg(short = 'L', long = "location")]
     pub location: bool,
 
@@ -229,11 +234,12 @@ pub struct ScopeArgs {
 
     /// Client-side pacing shared by every process of the scope, N/UNIT
     /// (5/s, 100/m, 1000/h): no burst beyond it even when many start at once.
+    /// Kept in the scope state: refused with --no-state.
     #[arg(long, value_name = "N/UNIT", env = "ABIDE_RATE", value_parser = parse_rate)]
     pub rate: Option<Rate>,
 
     /// At most N requests of the scope in flight across all processes;
-    /// waiting for a slot counts against the budget.
+    /// waiting for a slot counts against the budget. Refused with --no-state.
     #[arg(long = "max-concurrent", value_name = "N", env = "ABIDE_MAX_CONCURRENT",
           value_parser = clap::value_parser!(u32).range(1..10_000))]
     pub max_concurrent: Option<u32>,
@@ -255,12 +261,13 @@ pub struct ScopeArgs {
 #[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Write the body to FILE (via a temporary file renamed on success, so a
-    /// failed run leaves any existing FILE untouched).
+    /// failed run leaves any existing FILE untouched); "-" is stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
     /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
-    /// appended to.
+    /// appended to (refused before sending if it cannot be written). Usage
+    /// errors write their USAGE_ERROR line there too.
     #[arg(
         long,
         value_name = "WHERE",
@@ -294,7 +301,8 @@ pub struct AgentArgs {
     pub agent: bool,
 
     /// Largest body kept in the --agent object; sizes like 1KiB, 2MiB
-    /// (--require checks bodies up to 64MiB).
+    /// (--require checks bodies up to 64MiB). A body that is not UTF-8 comes
+    /// in base64, with body_encoding "base64".
     #[arg(long = "max-body", value_name = "SIZE", env = "ABIDE_MAX_BODY", default_value = "64KiB",
           value_parser = crate::units::parse_size)]
     pub max_body: u64,
@@ -444,6 +452,8 @@ pub const DECISION_TABLE: &str = "\
 408, 429               retried, whatever the method
 500, 502, 503, 504     retried if idempotent, else SIDE_EFFECT_UNKNOWN
 other 4xx and 5xx      NON_RETRYABLE, never retried
+unknown host, refused  NON_RETRYABLE: waiting fixes neither
+  TLS certificate
 failure before sending retried, whatever the method
 failure after sending  retried if idempotent, else SIDE_EFFECT_UNKNOWN
 

@@ -30,12 +30,16 @@ pub const OUTCOME_FIELDS: [(&str, &str); 17] = [
     (
         "outcome",
         "SUCCEEDED, NON_RETRYABLE, RETRY_EXHAUSTED, BUDGET_EXHAUSTED, CIRCUIT_OPEN, \
-         SIDE_EFFECT_UNKNOWN, INVALID_RESPONSE, NO_PROGRESS, CANCELLED or INTERNAL_ERROR.",
+         SIDE_EFFECT_UNKNOWN, INVALID_RESPONSE, NO_PROGRESS, CANCELLED, INTERNAL_ERROR \
+         or USAGE_ERROR.",
     ),
     ("ok", "true only for SUCCEEDED."),
     ("exit_code", "the process exit code."),
-    ("method", "the request method."),
-    ("url", "the request URL; credentials shown as ***."),
+    ("method", "the request method (null for a usage error)."),
+    (
+        "url",
+        "the request URL; credentials shown as *** (null for a usage error).",
+    ),
     (
         "scope",
         "what the limit applies to: the URL's origin, scheme://host:port.",

@@ -87,7 +87,7 @@ impl Kind {
             Kind::Succeeded => "a 2xx answer (or a 3xx without -L)",
             Kind::InternalError => "abide itself failed (e.g. could not write -o FILE)",
             Kind::UsageError => "bad flag, URL or header; nothing was sent",
-            Kind::NonRetryable => "a 4xx/5xx that retrying will not change",
+            Kind::NonRetryable => "a 4xx/5xx, unknown host or refused certificate",
             Kind::RetryExhausted => "still failing when --attempts ran out",
             Kind::BudgetExhausted => "the next wait does not fit --budget or --max-wait",
             Kind::CircuitOpen => "the scope's circuit breaker is open",
