@@ -76,12 +76,15 @@ impl FileStore {
     }
 }
 
+/// Opens (creating, private) a state file; an error names it.
 fn private_file(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
+    options
+        .open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
 /// Takes the lock, polling so that a stuck holder costs a bounded wait
@@ -119,8 +122,10 @@ impl Store for FileStore {
         change: &mut dyn FnMut(&mut ScopeState, Millis),
     ) -> io::Result<()> {
         let base = self.base(scope);
-        let lock = private_file(&Self::with_suffix(&base, ".lock"))?;
-        lock_patiently(&lock, self.patience)?;
+        let lock_path = Self::with_suffix(&base, ".lock");
+        let lock = private_file(&lock_path)?;
+        lock_patiently(&lock, self.patience)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", lock_path.display())))?;
         let path = Self::with_suffix(&base, ".json");
         let mut state = self.read_file(&path);
         let before = state.clone();
@@ -132,7 +137,8 @@ impl Store for FileStore {
             file.set_len(0)?;
             file.write_all(&serde_json::to_vec(&state)?)?;
             drop(file);
-            fs::rename(&temp, &path)?;
+            fs::rename(&temp, &path)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         }
         drop(lock);
         Ok(())

@@ -481,6 +481,20 @@ fn usage_errors_say_what_is_wrong() {
         .find(|l| l.starts_with("Usage:"))
         .unwrap();
     assert_eq!(usage, "Usage: abide [OPTIONS] <URL>", "{}", task.stderr);
+    // Messages about files and the state directory name the path.
+    let dir = temp_dir("usage-paths");
+    let not_a_dir = dir.join("file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    let state = not_a_dir.join("state");
+    let out = run(&[
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--state-required",
+        "http://127.0.0.1:1/",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let reason = out.outcome()["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains(state.to_str().unwrap()), "{reason}");
     // The outcome line goes where --outcome says, even for clap's errors.
     let dir = temp_dir("usage-outcome");
     let file = dir.join("outcomes.jsonl");
