@@ -136,15 +136,21 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 /// A usage error: a clear message (clap's format, or one JSON object in
 /// agent mode), a USAGE_ERROR outcome line where `--outcome` says, exit 2,
-/// nothing sent.
+/// nothing sent. Off a terminal, stderr holds the outcome line alone, as
+/// after any run (its reason carries the message), so that
+/// `abide … 2>&1 >/dev/null | jq -r .outcome` always reads JSON.
 fn usage(message: &str, agent: bool) -> ExitCode {
+    use std::io::IsTerminal;
     if agent {
         return agent_usage_error(message);
     }
-    let _ = cli::command()
-        .error(clap::error::ErrorKind::ValueValidation, message)
-        .print();
-    write_outcome(&outcome_requested(), &Line::usage_error(message));
+    let to = outcome_requested();
+    if to != OutcomeTo::Stderr || std::io::stderr().is_terminal() {
+        let _ = cli::command()
+            .error(clap::error::ErrorKind::ValueValidation, message)
+            .print();
+    }
+    write_outcome(&to, &Line::usage_error(message));
     ExitCode::from(Kind::UsageError.exit_code())
 }
 

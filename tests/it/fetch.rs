@@ -471,7 +471,7 @@ fn usage_errors_say_what_is_wrong() {
         from_env.stderr
     );
     // A usage line shows no flag the user never typed.
-    let mut cmd = abide(&["h"]);
+    let mut cmd = abide(&["--outcome", "none", "h"]);
     cmd.env("ABIDE_TASK", "t1");
     let task = finish(cmd, b"");
     assert_eq!(task.code, 2);
