@@ -183,7 +183,9 @@ fn fetch(cli: &Cli) -> ExitCode {
     };
     // Agent mode speaks only through its one JSON object.
     let verbose = cli.output.verbose && !agent;
+    // Agent mode writes its one object to stdout, never to --outcome.
     if let OutcomeTo::Append(path) = &plan.outcome_to
+        && !agent
         && let Err(e) = append_to(path)
     {
         return usage(

@@ -226,10 +226,12 @@ fn attempt(
         if let Some(wait) = crate::delay::server_delay(headers, SystemTime::now()).delay {
             let left = limits.total.saturating_sub(start.elapsed());
             if wait.delay > left {
+                // Retrying at once would ignore the wait; the fix is more time.
+                let [.., (too_long, _)] = REMEDIES;
                 return Err(Failure {
-                    phase: Phase::BeforeSend,
+                    phase: Phase::Final,
                     message: format!(
-                        "timeout: a {status} redirect asked to wait {:.1} s before following it, more than the {:.1} s this attempt has left",
+                        "{too_long} ({status}) asked to wait {:.1} s before it is followed, more than the {:.1} s this attempt has left",
                         wait.delay.as_secs_f64(),
                         left.as_secs_f64()
                     ),
@@ -489,11 +491,15 @@ fn refused_certificate(error: &ureq::Error) -> Option<&rustls::CertificateError>
 }
 
 /// How failures that waiting cannot fix start, and what fixes them.
-const REMEDIES: [(&str, &str); 2] = [
+const REMEDIES: [(&str, &str); 3] = [
     ("the host name does not resolve", "check the host name"),
     (
         "the server's TLS certificate was refused",
         "pass --cacert or fix the certificate",
+    ),
+    (
+        "the redirect",
+        "wait that long, then call again with a larger -m/--max-time",
     ),
 ];
 
@@ -506,7 +512,7 @@ pub fn remedy(error: &str) -> Option<&'static str> {
 }
 
 fn describe(error: &ureq::Error) -> String {
-    let [(unresolved_host, _), (refused, _)] = REMEDIES;
+    let [(unresolved_host, _), (refused, _), _] = REMEDIES;
     if let Some(why) = refused_certificate(error) {
         return format!("{refused}: {}", certificate_problem(why));
     }

@@ -618,6 +618,22 @@ fn redirects_are_followed_as_curl_follows_them() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let sent = lab.records();
     assert!(gaps(&sent)[0] >= MS(300), "{:?}", gaps(&sent));
+    // A wait longer than the attempt may take is not cut short, nor
+    // ignored by retrying at once: it ends the run, naming -m.
+    let lab = scripted(vec![
+        Step::new(302)
+            .header("Location", "/later")
+            .header("Retry-After", "30"),
+    ]);
+    let out = run(&["-L", "-m", "1s", &lab.url()]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.outcome()["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("-m/--max-time")
+    );
+    assert_eq!(lab.records().len(), 1);
     // Without -L, the outcome says where it points.
     let lab = scripted(vec![Step::new(302).header("Location", "/next")]);
     let out = run(&[&lab.url()]);
