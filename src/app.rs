@@ -81,11 +81,14 @@ fn outcome_requested() -> OutcomeTo {
 fn clap_message(error: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
     let rendered = error.render().to_string();
-    let mut lines = rendered.lines();
-    let first = lines
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("error: ");
+    // The first paragraph, on one line ("…were not provided: <URL>").
+    let first: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let first = first.join(" ");
+    let first = first.trim_start_matches("error: ");
     let mut message = match (error.kind(), error.get(ContextKind::InvalidSubcommand)) {
         // A second positional argument reads as a subcommand to clap.
         (_, Some(ContextValue::String(second))) if first.contains("cannot be used with") => {
@@ -98,7 +101,10 @@ fn clap_message(error: &clap::Error) -> String {
     if let Some(variable) = from_environment(error) {
         message.push_str(&format!(" (from the environment: {variable})"));
     }
-    for tip in lines.filter(|l| l.trim_start().starts_with("tip:")) {
+    for tip in rendered
+        .lines()
+        .filter(|l| l.trim_start().starts_with("tip:"))
+    {
         message.push_str(&format!("; {}", tip.trim().trim_start_matches("tip: ")));
     }
     crate::redact::urls_in(&message)
@@ -112,16 +118,19 @@ fn from_environment(error: &clap::Error) -> Option<String> {
         return None;
     };
     let long = arg.split_whitespace().next()?.strip_prefix("--")?;
+    let command = cli::command();
+    let flag = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))?;
+    let short = flag.get_short().map(|c| format!("-{c}"));
     let typed = std::env::args_os().any(|a| {
         let a = a.to_string_lossy();
-        a.strip_prefix("--")
-            .is_some_and(|a| a == long || a.starts_with(&format!("{long}=")))
+        let long_form = a
+            .strip_prefix("--")
+            .is_some_and(|a| a == long || a.starts_with(&format!("{long}=")));
+        long_form || short.as_deref().is_some_and(|short| a.starts_with(short))
     });
-    let command = cli::command();
-    let env = command
-        .get_arguments()
-        .find(|a| a.get_long() == Some(long))?
-        .get_env()?;
+    let env = flag.get_env()?;
     let value = std::env::var_os(env)?;
     (!typed).then(|| format!("{}={}", env.to_string_lossy(), value.to_string_lossy()))
 }
