@@ -106,7 +106,7 @@ impl Http {
         if settings.ca_native {
             tls = tls.root_certs(RootCerts::PlatformVerifier);
         }
-        let mut ca_file = None;
+        let mut ca_certs = None;
         if let Some(path) = &settings.cacert {
             let pem = std::fs::read(path)
                 .with_context(|| format!("cannot read --cacert {}", path.display()))?;
@@ -123,7 +123,7 @@ impl Http {
                 "--cacert {} holds no certificate",
                 path.display()
             );
-            ca_file = Some(certs);
+            ca_certs = Some(certs);
         }
         let mut config = Agent::config_builder()
             // Reads of 64 KiB copy out of the socket faster than ureq's
@@ -145,14 +145,11 @@ impl Http {
             let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
             config = config.proxy(Some(proxy));
         }
-        let agent = match ca_file {
-            Some(certs) if !settings.insecure => crate::tls::agent_trusting(config.build(), &certs)
-                .with_context(|| {
-                    format!(
-                        "--cacert {}",
-                        settings.cacert.as_ref().expect("read above").display()
-                    )
-                })?,
+        let agent = match (&settings.cacert, ca_certs) {
+            (Some(path), Some(certs)) if !settings.insecure => {
+                crate::tls::agent_trusting(config.build(), &certs)
+                    .with_context(|| format!("--cacert {}", path.display()))?
+            }
             _ => config.build().new_agent(),
         };
         Ok(Http {
@@ -200,6 +197,10 @@ fn attempt(
 ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
     let start = Instant::now();
     let mut hop = request.clone();
+    // After a redirect other than 307 or 308, a server may have acted on the
+    // request: a later hop that fails before sending must not read as a
+    // request never sent (a POST answered 303 would be sent again).
+    let mut acted_on = false;
     for _ in 0..=MAX_REDIRECTS {
         let left = limits.total.saturating_sub(start.elapsed());
         let response = send_one(
@@ -209,7 +210,13 @@ fn attempt(
                 total: left,
                 ..limits
             },
-        )?;
+        )
+        .map_err(|mut failure| {
+            if acted_on && failure.phase == Phase::BeforeSend {
+                failure.phase = Phase::AfterSend;
+            }
+            failure
+        })?;
         let status = response.status().as_u16();
         let location = response
             .headers()
@@ -239,6 +246,7 @@ fn attempt(
             }
             std::thread::sleep(wait.delay);
         }
+        acted_on |= !matches!(status, 307 | 308);
         hop = redirected(hop, status, next);
     }
     Err(Failure {

@@ -597,6 +597,23 @@ fn redirects_are_followed_as_curl_follows_them() {
     assert_eq!(sent.method, "GET");
     assert!(sent.body.is_empty());
     assert_eq!(sent.header("content-type"), None);
+    // A POST answered 303 may have been applied: a failure on the way to
+    // the result never sends it again.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let lab = scripted(vec![
+        Step::new(303).header("Location", format!("http://{closed}/result")),
+    ]);
+    let out = run(&["-L", "-d", "a=1", "--backoff", "10ms", &lab.url()]);
+    assert_eq!(
+        out.outcome()["outcome"],
+        "SIDE_EFFECT_UNKNOWN",
+        "{}",
+        out.stderr
+    );
+    assert_eq!(lab.records().len(), 1);
     // Another origin gets neither.
     let other = scripted(vec![Step::new(200)]);
     let lab = scripted(vec![
