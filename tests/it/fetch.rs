@@ -775,7 +775,13 @@ fn a_self_signed_cacert_is_trusted_as_curl_trusts_it() {
     assert_eq!(out.stdout_text(), "ok");
     // Without it, or with another certificate, the refusal is final and says so.
     let (other, _) = self_signed(&dir, "other");
-    for extra in [vec![], vec!["--cacert", other.to_str().unwrap()]] {
+    let others = [
+        vec![],
+        vec!["--cacert", other.to_str().unwrap()],
+        // The operating system's store does not hold it either.
+        vec!["--ca-native"],
+    ];
+    for extra in others {
         let out = run(&[
             &["--no-state", "--backoff", "10ms"],
             &extra[..],
