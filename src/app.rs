@@ -244,13 +244,16 @@ fn fetch(cli: &Cli) -> ExitCode {
         Ok(http) => http,
         Err(e) => return usage(&format!("{e:#}"), agent),
     };
+    // Beyond --max-body by the longest secret, so that one crossing the cut
+    // is masked before the body is cut.
+    let agent_keeps = plan.max_body + plan.redactor.reach() as u64;
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
         Some(path) => match Sink::file(path) {
             Ok(sink) => sink,
             Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
         },
-        None if agent => Sink::capture(plan.max_body + plan.redactor.reach() as u64),
+        None if agent => Sink::capture(agent_keeps),
         None => Sink::stdout(),
     };
     let fingerprint = match &shared {
@@ -278,13 +281,7 @@ fn fetch(cli: &Cli) -> ExitCode {
             redactor: &plan.redactor,
             shared: shared.as_ref(),
             require: &plan.require,
-            // Beyond --max-body by the longest secret, so that one crossing
-            // the cut is masked before the body is cut.
-            keep_body: if agent {
-                plan.max_body + plan.redactor.reach() as u64
-            } else {
-                0
-            },
+            keep_body: if agent { agent_keeps } else { 0 },
         };
         let progress = Progress::new(
             &plan,

@@ -234,11 +234,10 @@ fn attempt(
             let left = limits.total.saturating_sub(start.elapsed());
             if wait.delay > left {
                 // Retrying at once would ignore the wait; the fix is more time.
-                let [.., (too_long, _)] = REMEDIES;
                 return Err(Failure {
                     phase: Phase::Final,
                     message: format!(
-                        "{too_long} ({status}) asked to wait {:.1} s before it is followed, more than the {:.1} s this attempt has left",
+                        "{REDIRECT_WAIT} ({status}) asked to wait {:.1} s before it is followed, more than the {:.1} s this attempt has left",
                         wait.delay.as_secs_f64(),
                         left.as_secs_f64()
                     ),
@@ -498,15 +497,15 @@ fn refused_certificate(error: &ureq::Error) -> Option<&rustls::CertificateError>
     }
 }
 
-/// How failures that waiting cannot fix start, and what fixes them.
+/// How failures that waiting cannot fix start, and what fixes each.
+const UNRESOLVED: &str = "the host name does not resolve";
+const REFUSED_CERTIFICATE: &str = "the server's TLS certificate was refused";
+const REDIRECT_WAIT: &str = "the redirect";
 const REMEDIES: [(&str, &str); 3] = [
-    ("the host name does not resolve", "check the host name"),
+    (UNRESOLVED, "check the host name"),
+    (REFUSED_CERTIFICATE, "pass --cacert or fix the certificate"),
     (
-        "the server's TLS certificate was refused",
-        "pass --cacert or fix the certificate",
-    ),
-    (
-        "the redirect",
+        REDIRECT_WAIT,
         "wait that long, then call again with a larger -m/--max-time",
     ),
 ];
@@ -520,13 +519,12 @@ pub fn remedy(error: &str) -> Option<&'static str> {
 }
 
 fn describe(error: &ureq::Error) -> String {
-    let [(unresolved_host, _), (refused, _), _] = REMEDIES;
     if let Some(why) = refused_certificate(error) {
-        return format!("{refused}: {}", certificate_problem(why));
+        return format!("{REFUSED_CERTIFICATE}: {}", certificate_problem(why));
     }
     match error {
-        ureq::Error::HostNotFound => unresolved_host.into(),
-        ureq::Error::Io(io) if unresolved(io) => format!("{unresolved_host} ({io})"),
+        ureq::Error::HostNotFound => UNRESOLVED.into(),
+        ureq::Error::Io(io) if unresolved(io) => format!("{UNRESOLVED} ({io})"),
         ureq::Error::Timeout(Timeout::Global) => "timeout: the attempt ran out of time".into(),
         ureq::Error::Timeout(Timeout::Connect) => "timeout: could not connect in time".into(),
         ureq::Error::Timeout(Timeout::RecvResponse) => {
