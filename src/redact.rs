@@ -213,18 +213,16 @@ impl Redactor {
     }
 }
 
+/// `haystack` with every (non-overlapping) `needle` replaced by `***`.
 fn replace(haystack: &[u8], needle: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(haystack.len());
-    let mut i = 0;
-    while i < haystack.len() {
-        if haystack[i..].starts_with(needle) {
-            out.extend_from_slice(b"***");
-            i += needle.len();
-        } else {
-            out.push(haystack[i]);
-            i += 1;
-        }
+    let mut last = 0;
+    for at in memchr::memmem::find_iter(haystack, needle) {
+        out.extend_from_slice(&haystack[last..at]);
+        out.extend_from_slice(b"***");
+        last = at + needle.len();
     }
+    out.extend_from_slice(&haystack[last..]);
     out
 }
 
