@@ -31,7 +31,7 @@ complete-fish\t''
 complete-powershell\t''
 complete-elvish\t''"
 complete -c abide -n "__fish_abide_needs_command" -s X -l request -d 'HTTP method (default: GET, or POST when a body is given)' -r
-complete -c abide -n "__fish_abide_needs_command" -s H -l header -d 'Add a header, "Name: value" (repeatable). "Name:" removes a default header (User-Agent, Accept, Accept-Encoding, Content-Type). Control characters are refused. (Checked by `plan`, not by clap: clap would quote a refused value, and a malformed header is often a credential.)' -r
+complete -c abide -n "__fish_abide_needs_command" -s H -l header -d 'Add a header, "Name: value" (repeatable). "Name:" removes a default header (User-Agent, Accept, Content-Type). Control characters are refused. (Checked by `plan`, not by clap: clap would quote a refused value, and a malformed header is often a credential.)' -r
 complete -c abide -n "__fish_abide_needs_command" -s d -l data -d 'Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded. Repeated values are joined with &' -r
 complete -c abide -n "__fish_abide_needs_command" -l data-binary -d 'Body as raw bytes; @FILE and @- as for --data' -r
 complete -c abide -n "__fish_abide_needs_command" -l json -d 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json' -r

@@ -202,14 +202,14 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if let Some(content_type) = default_type {
         headers.push(("Content-Type".into(), content_type.into()));
     }
-    // What ureq would add, added here so that -H "Name:" can remove it.
+    // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
+    // No Accept-Encoding: curl asks for compression only with --compressed.
     let accept = if r.json.is_some() {
         "application/json"
     } else {
         "*/*"
     };
     headers.push(("Accept".into(), accept.into()));
-    headers.push(("Accept-Encoding".into(), "gzip".into()));
     let credentials = match (&r.user, &target.userinfo) {
         (Some(user), _) => Some(user.clone()),
         (None, Some(userinfo)) => Some(userinfo.clone()),
@@ -579,7 +579,7 @@ mod tests {
     fn default_headers_can_be_removed() {
         let p = plan_of(&["h"]).unwrap();
         assert_eq!(header(&p, "accept"), Some("*/*"));
-        assert_eq!(header(&p, "accept-encoding"), Some("gzip"));
+        assert_eq!(header(&p, "accept-encoding"), None);
         let p = plan_of(&["-H", "Accept:", "-H", "Accept-Encoding:", "h"]).unwrap();
         assert_eq!(header(&p, "accept"), None);
         assert_eq!(header(&p, "accept-encoding"), None);

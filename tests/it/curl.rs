@@ -1,0 +1,197 @@
+//! curl is the oracle for the request on the wire: each command line of the
+//! table runs once with `curl` and once with `abide` against a recording
+//! server on 127.0.0.1, and the two recordings must match: method, target,
+//! headers (ignoring User-Agent, the case and order of names, and framing:
+//! Content-Length and Transfer-Encoding follow from the body) and body bytes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use crate::util::*;
+
+/// One request as the server saw it, framing aside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    method: String,
+    target: String,
+    /// Lower-case names, sorted, without user-agent and framing headers.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// A chunked body: some servers (werkzeug) refuse one where curl
+    /// would have sent a length.
+    chunked: bool,
+}
+
+/// A server that records every request and answers `200 ok`.
+struct Recorder {
+    port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Recorder {
+    fn start() -> Recorder {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || {
+                    if let Some(request) = read_request(&stream) {
+                        log.lock().unwrap().push(request);
+                    }
+                    let mut stream = stream;
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+                    );
+                });
+            }
+        });
+        Recorder { port, seen }
+    }
+
+    fn take(&self) -> Vec<Seen> {
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
+fn read_request(stream: &TcpStream) -> Option<Seen> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next()?.to_string(), parts.next()?.to_string());
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+    }
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = Vec::new();
+    let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    if chunked {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).ok()?;
+            let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else if let Some(length) = header("content-length") {
+        body.resize(length.parse().ok()?, 0);
+        reader.read_exact(&mut body).ok()?;
+    }
+    headers.retain(|(n, _)| {
+        !matches!(
+            n.as_str(),
+            "user-agent" | "content-length" | "transfer-encoding"
+        )
+    });
+    headers.sort();
+    Some(Seen {
+        method,
+        target,
+        headers,
+        body,
+        chunked,
+    })
+}
+
+/// The command line with `{url}` and `{dir}` filled in.
+fn fill(args: &[&str], url: &str, dir: &Path) -> Vec<String> {
+    args.iter()
+        .map(|a| {
+            a.replace("{url}", url)
+                .replace("{dir}", &dir.display().to_string())
+        })
+        .collect()
+}
+
+/// What the server saw from `program args`, and the program's stdout.
+fn seen_from(mut cmd: Command, recorder: &Recorder) -> (Vec<Seen>, Vec<u8>) {
+    let out = cmd
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .expect("the client starts");
+    (recorder.take(), out.stdout)
+}
+
+/// The table: one command line per row, as a script or a browser writes it.
+const CASES: &[&[&str]] = &[
+    &["{url}/plain"],
+    &["-s", "{url}/quiet?x=1&y=2"],
+    &["-d", "a=1", "{url}/form"],
+    &["-d", "a=1", "-d", "b=2", "{url}/form-twice"],
+    &["--data-binary", "@{dir}/lines.txt", "{url}/binary-file"],
+    &["-X", "PUT", "-d", "v=1", "{url}/put"],
+    &["-X", "DELETE", "{url}/delete"],
+    &["-X", "POST", "{url}/post-empty"],
+    &[
+        "-H",
+        "X-Trace: 42",
+        "-H",
+        "Accept: application/json",
+        "{url}/headers",
+    ],
+    &["-H", "Accept:", "{url}/no-accept"],
+    &["-u", "alice:s3cret", "{url}/basic"],
+    &["-A", "agent/1", "{url}/agent"],
+    &["--json", "{\"a\":1}", "{url}/json"],
+    &["-L", "{url}/follow"],
+    &[
+        "-H",
+        "Content-Type: text/csv",
+        "--data-binary",
+        "x,y\n1,2",
+        "{url}/csv",
+    ],
+];
+
+#[test]
+fn the_server_sees_what_curl_would_send() {
+    let dir = temp_dir("curl-oracle");
+    std::fs::write(dir.join("lines.txt"), "one\r\ntwo\nthree").unwrap();
+    let recorder = Recorder::start();
+    let url = format!("http://127.0.0.1:{}", recorder.port);
+    let mut differ = Vec::new();
+    for case in CASES {
+        let args = fill(case, &url, &dir);
+        let mut curl = Command::new("curl");
+        curl.args(["-o", "/dev/null"]).args(&args);
+        let (expected, _) = seen_from(curl, &recorder);
+        let mut ours = abide(&["-o", "/dev/null", "--no-state"]);
+        ours.args(&args);
+        let (got, _) = seen_from(ours, &recorder);
+        assert_eq!(expected.len(), 1, "curl {args:?} sent {expected:?}");
+        if got != expected {
+            differ.push(format!("{args:?}\n  curl:  {expected:?}\n  abide: {got:?}"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} differ:\n{}",
+        differ.len(),
+        CASES.len(),
+        differ.join("\n")
+    );
+}
