@@ -23,7 +23,7 @@ pub struct AgentObject<'a> {
 }
 
 /// The body as the object carries it.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub struct AgentBody {
     pub value: Value,
     pub truncated: bool,

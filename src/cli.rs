@@ -78,8 +78,7 @@ pub struct RequestArgs {
     pub method: Option<String>,
 
     /// Add a header, "Name: value" (repeatable). "Name:" removes a default header
-    /// (User-Agent, Accept, Content-Type). Control characters
-    /// are refused.
+    /// (User-Agent, Accept, Content-Type). Control characters are refused.
     /// (Checked by `plan`, not by clap: clap would quote a refused value,
     /// and a malformed header is often a credential.)
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
