@@ -78,7 +78,7 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             [CompletionResult]::new('--silent', '--silent', [CompletionResultType]::ParameterName, 'No progress display or notes; the outcome line is still written')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why')
-            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated, body_encoding and headers), on success, failure and usage errors alike; nothing else is written')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -75,7 +75,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand --silent 'No progress display or notes; the outcome line is still written'
             cand -v 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why'
             cand --verbose 'One line per attempt and per wait on stderr: the answer or error, the server''s delay, the wait chosen and why'
-            cand --agent 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written'
+            cand --agent 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated, body_encoding and headers), on success, failure and usage errors alike; nothing else is written'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'

@@ -74,7 +74,7 @@ complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read 
 complete -c abide -n "__fish_abide_needs_command" -l state-required -d 'Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state when the state store cannot be used'
 complete -c abide -n "__fish_abide_needs_command" -s s -l silent -d 'No progress display or notes; the outcome line is still written'
 complete -c abide -n "__fish_abide_needs_command" -s v -l verbose -d 'One line per attempt and per wait on stderr: the answer or error, the server\'s delay, the wait chosen and why'
-complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written'
+complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated, body_encoding and headers), on success, failure and usage errors alike; nothing else is written'
 complete -c abide -n "__fish_abide_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c abide -n "__fish_abide_needs_command" -s V -l version -d 'Print version'
 complete -c abide -n "__fish_abide_needs_command" -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'

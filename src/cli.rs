@@ -294,8 +294,8 @@ pub struct OutputArgs {
 #[command(next_help_heading = AGENT)]
 pub struct AgentArgs {
     /// Agent tool mode: stdout gets exactly one JSON object (the outcome plus
-    /// body, body_truncated and headers), on success, failure and usage errors
-    /// alike; nothing else is written.
+    /// body, body_truncated, body_encoding and headers), on success, failure
+    /// and usage errors alike; nothing else is written.
     #[arg(long, env = "ABIDE_AGENT", value_parser = FalseyValueParser::new())]
     pub agent: bool,
 
