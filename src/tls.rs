@@ -18,7 +18,7 @@ use ureq::tls::Certificate;
 use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{
     Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
-    TcpConnector, Transport, TransportAdapter,
+    SocksConnector, TcpConnector, Transport, TransportAdapter,
 };
 
 /// An agent that trusts `certs` as `--cacert` means it.
@@ -43,8 +43,10 @@ pub fn agent_trusting(
         // or by being exactly one the user gave.
         .with_custom_certificate_verifier(Arc::new(Exact { certs, webpki }))
         .with_no_client_auth();
+    // ureq's own chain, with this TLS step in place of its rustls one.
     let connector =
-        ().chain(ConnectProxyConnector::default())
+        ().chain(SocksConnector::default())
+            .chain(ConnectProxyConnector::default())
             .chain(TcpConnector::default())
             .chain(CaFile { tls: Arc::new(tls) });
     Ok(Agent::with_parts(

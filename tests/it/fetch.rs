@@ -754,6 +754,17 @@ fn proxies_user_agents_and_ca_files() {
     let mut cmd = abide(&["--attempts", "1", &lab.url()]);
     cmd.env("http_proxy", &proxy).env("HTTP_PROXY", &proxy);
     assert_eq!(finish(cmd, b"").code, 4);
+    // A SOCKS proxy too, with ureq's connectors or with the --cacert ones.
+    let socks = proxy.replace("http://", "socks5://");
+    let dir = temp_dir("socks-cacert");
+    let (cert, _) = self_signed(&dir, "ca");
+    for extra in [&[][..], &["--cacert", cert.to_str().unwrap()]] {
+        let out =
+            super::util::run(&[&["-x", &socks, "--attempts", "1"], extra, &[&lab.url()]].concat());
+        assert_eq!(out.code, 4, "{extra:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        assert_eq!(out.outcome()["error"], "connection refused");
+    }
     assert_eq!(lab.records().len(), 1, "nothing went around the proxy");
 
     // A CA file that is not PEM is a usage error, before anything is sent.
