@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_abide_global_optspecs
-    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer outcome= s/silent v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
+    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= ca-native connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer outcome= s/silent v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
 end
 
 function __fish_abide_needs_command
@@ -31,14 +31,14 @@ complete-fish\t''
 complete-powershell\t''
 complete-elvish\t''"
 complete -c abide -n "__fish_abide_needs_command" -s X -l request -d 'HTTP method (default: GET, or POST when a body is given)' -r
-complete -c abide -n "__fish_abide_needs_command" -s H -l header -d 'Add a header, "Name: value" (repeatable). "Name:" removes a default header. (Checked by `plan`, not by clap: clap would quote a refused value, and a malformed header is often a credential.)' -r
+complete -c abide -n "__fish_abide_needs_command" -s H -l header -d 'Add a header, "Name: value" (repeatable). "Name:" removes a default header (User-Agent, Accept, Content-Type). Control characters are refused. (Checked by `plan`, not by clap: clap would quote a refused value, and a malformed header is often a credential.)' -r
 complete -c abide -n "__fish_abide_needs_command" -s d -l data -d 'Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded. Repeated values are joined with &' -r
 complete -c abide -n "__fish_abide_needs_command" -l data-binary -d 'Body as raw bytes; @FILE and @- as for --data' -r
 complete -c abide -n "__fish_abide_needs_command" -l json -d 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json' -r
 complete -c abide -n "__fish_abide_needs_command" -s u -l user -d 'Basic authentication, USER:PASSWORD' -r
 complete -c abide -n "__fish_abide_needs_command" -s A -l user-agent -d 'User-Agent header [default: abide/VERSION]' -r
 complete -c abide -n "__fish_abide_needs_command" -s x -l proxy -d 'Proxy URL (http://, https://, socks5://); the usual proxy environment variables are honoured without it' -r
-complete -c abide -n "__fish_abide_needs_command" -l cacert -d 'Trust the CA certificates in this PEM file instead of the built-in roots' -r -F
+complete -c abide -n "__fish_abide_needs_command" -l cacert -d 'Trust the CA certificates in this PEM file instead of the built-in roots; a server whose certificate is one of them exactly (a self-signed one) is trusted too, as curl does' -r -F
 complete -c abide -n "__fish_abide_needs_command" -l connect-timeout -d 'Longest time to connect, per attempt' -r
 complete -c abide -n "__fish_abide_needs_command" -s m -l max-time -d 'Hard limit on one attempt, body included, as curl\'s -m [default: none: a stall fails an attempt, and a body that keeps flowing is never cut]' -r
 complete -c abide -n "__fish_abide_needs_command" -l stall -d 'Longest time without a single byte from the server, while waiting for the answer\'s head or during its body (or without the server taking a byte of the request): such an attempt fails, and is retried where safe' -r
@@ -56,21 +56,22 @@ complete -c abide -n "__fish_abide_needs_command" -l idempotency-key -d 'Send th
 complete -c abide -n "__fish_abide_needs_command" -l scope -d 'What a provider\'s limit applies to: runs of one scope share one Retry-After gate, --rate, --max-concurrent and circuit breaker [default: the URL\'s origin, scheme://host:port]' -r
 complete -c abide -n "__fish_abide_needs_command" -l state-dir -d 'Where scope state is kept, one small private file per scope; refused if another user owns it or others may write to it [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]' -r -F
 complete -c abide -n "__fish_abide_needs_command" -l state -d 'Share scope state through Redis instead of local files, so that many machines share one gate, pace, limit and breaker: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS' -r
-complete -c abide -n "__fish_abide_needs_command" -l rate -d 'Client-side pacing shared by every process of the scope, N/UNIT (5/s, 100/m, 1000/h): no burst beyond it even when many start at once' -r
-complete -c abide -n "__fish_abide_needs_command" -l max-concurrent -d 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget' -r
+complete -c abide -n "__fish_abide_needs_command" -l rate -d 'Client-side pacing shared by every process of the scope, N/UNIT (5/s, 100/m, 1000/h): no burst beyond it even when many start at once. Kept in the scope state: refused with --no-state' -r
+complete -c abide -n "__fish_abide_needs_command" -l max-concurrent -d 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget. Refused with --no-state' -r
 complete -c abide -n "__fish_abide_needs_command" -l breaker -d 'Consecutive failed attempts that open a circuit breaker; 0 turns it off. Retryable 5xx (not 429) and failures after sending count for their endpoint (method and path), failures to reach the host for the whole scope. A run waits for an open breaker\'s half-open moment when it fits --budget and --max-wait, and ends with CIRCUIT_OPEN when it does not' -r
 complete -c abide -n "__fish_abide_needs_command" -l breaker-cooldown -d 'The longest an open breaker waits between two probes when the server gave no delay: it opens for the first --backoff step and doubles after each failed probe up to this; a server\'s delay sets the moment instead' -r
-complete -c abide -n "__fish_abide_needs_command" -s o -l output -d 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched). A GET whose body breaks off is resumed where it broke off when the server allows it (Accept-Ranges: bytes, and a strong ETag or Last-Modified)' -r -F
+complete -c abide -n "__fish_abide_needs_command" -s o -l output -d 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched); "-" is stdout. A GET whose body breaks off is resumed where it broke off when the server allows it (Accept-Ranges: bytes, and a strong ETag or Last-Modified)' -r -F
 complete -c abide -n "__fish_abide_needs_command" -s C -l continue-at -d 'Only "-": continue an existing -o FILE, asking only for the bytes after its end (Range), as curl\'s -C -. The file must be the start of the current body; a server that sends it whole again replaces it' -r -f -a "-\t''"
-complete -c abide -n "__fish_abide_needs_command" -l outcome -d 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to' -r
+complete -c abide -n "__fish_abide_needs_command" -l outcome -d 'Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH appended to (refused before sending if it cannot be written). Usage errors write their USAGE_ERROR line there too' -r
 complete -c abide -n "__fish_abide_needs_command" -l log -d 'Append an audit log to FILE: one JSON line per event (request, answer or error, wait, outcome), credentials redacted; many runs may share it' -r -F
-complete -c abide -n "__fish_abide_needs_command" -l max-body -d 'Largest body kept in the --agent object; sizes like 1KiB, 2MiB, at most 4MiB, since the object holds it in memory several times over (--require checks bodies up to 64MiB)' -r
+complete -c abide -n "__fish_abide_needs_command" -l max-body -d 'Largest body kept in the --agent object; sizes like 1KiB, 2MiB, at most 4MiB, since the object holds it in memory several times over (--require checks bodies up to 64MiB). A body that is not UTF-8 comes in base64, with body_encoding "base64"' -r
 complete -c abide -n "__fish_abide_needs_command" -l require -d 'A 2xx answer succeeds only if its body is JSON with a value (null and [] included) at this RFC 6901 JSON Pointer (repeatable); else INVALID_RESPONSE, not retried' -r
 complete -c abide -n "__fish_abide_needs_command" -l no-progress -d 'Refuse, unsent, a request identical to one that ended NON_RETRYABLE or INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS); on by default with --agent (N = 3); 0 turns it off' -r
 complete -c abide -n "__fish_abide_needs_command" -l task -d 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key. The run is refused, unsent, if the key cannot be stored first, or if the scope already keeps 1024 live task keys' -r
 complete -c abide -n "__fish_abide_needs_command" -l task-ttl -d 'How long a task\'s idempotency key is kept (never less)' -r
-complete -c abide -n "__fish_abide_needs_command" -s L -l location -d 'Follow redirects (at most 10); without it a 3xx answer is final'
+complete -c abide -n "__fish_abide_needs_command" -s L -l location -d 'Follow redirects (at most 10), as curl does: 307 and 308 re-send the method and body; 303, and 301 or 302 after a POST, become a GET without a body; -u, Authorization and Cookie go on to the same origin only; a Retry-After on a redirect is waited first. Without -L a 3xx answer is final'
 complete -c abide -n "__fish_abide_needs_command" -s k -l insecure -d 'Do not verify the server\'s TLS certificate'
+complete -c abide -n "__fish_abide_needs_command" -l ca-native -d 'Trust the operating system\'s certificate store instead of the built-in roots'
 complete -c abide -n "__fish_abide_needs_command" -l compressed -d 'Ask for a compressed answer (gzip, deflate, br) and decode it. Without it no encoding is asked for, and a body is written as it came'
 complete -c abide -n "__fish_abide_needs_command" -l idempotent -d 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'
 complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read no shared state at all'
@@ -78,7 +79,7 @@ complete -c abide -n "__fish_abide_needs_command" -l state-required -d 'Fail (IN
 complete -c abide -n "__fish_abide_needs_command" -s N -l no-buffer -d 'Write a body to stdout as it comes. Without it, stdout gets nothing of a body until its first MiB has arrived (or all of it, if smaller), so that a small body that breaks off is retried with nothing written. text/event-stream answers always stream'
 complete -c abide -n "__fish_abide_needs_command" -s s -l silent -d 'No progress display or notes; the outcome line is still written'
 complete -c abide -n "__fish_abide_needs_command" -s v -l verbose -d 'One line per attempt and per wait on stderr: the answer or error, the server\'s delay, the wait chosen and why'
-complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated and headers), on success, failure and usage errors alike; nothing else is written'
+complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated, body_encoding and headers), on success, failure and usage errors alike; nothing else is written'
 complete -c abide -n "__fish_abide_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c abide -n "__fish_abide_needs_command" -s V -l version -d 'Print version'
 complete -c abide -n "__fish_abide_needs_command" -a "lab" -d 'Run a local rate-limited HTTP server that catches clients which retry too early'

@@ -23,15 +23,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind as E;
-            let informational = matches!(e.kind(), E::DisplayHelp | E::DisplayVersion);
-            if agent_requested() && !informational {
-                let rendered = e.render().to_string();
-                let first = rendered.lines().next().unwrap_or_default();
-                let kind = agent_usage_error(first.trim_start_matches("error: "));
-                return ExitCode::from(kind.exit_code());
+            if matches!(e.kind(), E::DisplayHelp | E::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
             }
-            let _ = e.print();
-            return ExitCode::from(e.exit_code() as u8);
+            return ExitCode::from(usage(&clap_message(&e), agent_requested()).exit_code());
         }
     };
     let result = match &cli.command {
@@ -59,6 +55,87 @@ fn agent_requested() -> bool {
             .is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false" | "no" | "off"))
 }
 
+/// Where `--outcome` (or ABIDE_OUTCOME) sends the outcome, read from a
+/// command line that may not parse: a usage error leaves its line there too.
+fn outcome_requested() -> OutcomeTo {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let given =
+        args.iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, arg)| match arg.strip_prefix("--outcome") {
+                Some("") => args.get(i + 1).cloned(),
+                Some(value) => value.strip_prefix('=').map(str::to_string),
+                None => None,
+            });
+    given
+        .or_else(|| std::env::var("ABIDE_OUTCOME").ok())
+        .and_then(|to| OutcomeTo::parse(&to))
+        .unwrap_or(OutcomeTo::Stderr)
+}
+
+/// clap's message, said as abide means it: one line, with its tips, URL
+/// credentials masked, and the environment variable named when a bad
+/// value came from one.
+fn clap_message(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let rendered = error.render().to_string();
+    // The first paragraph, on one line ("…were not provided: <URL>").
+    let first: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let first = first.join(" ");
+    let first = first.trim_start_matches("error: ");
+    let mut message = match (error.kind(), error.get(ContextKind::InvalidSubcommand)) {
+        // A second positional argument reads as a subcommand to clap.
+        (_, Some(ContextValue::String(second))) if first.contains("cannot be used with") => {
+            format!(
+                "abide takes one URL, and `{second}` is a second one (quote a URL that holds spaces, & or ;)"
+            )
+        }
+        _ => first.to_string(),
+    };
+    if let Some(variable) = from_environment(error) {
+        message.push_str(&format!(" (from the environment: {variable})"));
+    }
+    for tip in rendered
+        .lines()
+        .filter(|l| l.trim_start().starts_with("tip:"))
+    {
+        message.push_str(&format!("; {}", tip.trim().trim_start_matches("tip: ")));
+    }
+    crate::redact::urls_in(&message)
+}
+
+/// `NAME=value` when the refused value came from an environment default,
+/// not from the command line.
+fn from_environment(error: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = arg.split_whitespace().next()?.strip_prefix("--")?;
+    let command = cli::command();
+    let flag = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))?;
+    let short = flag.get_short().map(|c| format!("-{c}"));
+    let typed = std::env::args_os().any(|a| {
+        let a = a.to_string_lossy();
+        let long_form = a
+            .strip_prefix("--")
+            .is_some_and(|a| a == long || a.starts_with(&format!("{long}=")));
+        long_form || short.as_deref().is_some_and(|short| a.starts_with(short))
+    });
+    let env = flag.get_env()?;
+    let value = std::env::var_os(env)?;
+    (!typed).then(|| format!("{}={}", env.to_string_lossy(), value.to_string_lossy()))
+}
+
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         cause
@@ -68,14 +145,22 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 }
 
 /// A usage error: a clear message (clap's format, or one JSON object in
-/// agent mode), exit 2, nothing sent.
+/// agent mode), a USAGE_ERROR outcome line where `--outcome` says, exit 2,
+/// nothing sent. Off a terminal, stderr holds the outcome line alone, as
+/// after any run (its reason carries the message), so that
+/// `abide … 2>&1 >/dev/null | jq -r .outcome` always reads JSON.
 fn usage(message: &str, agent: bool) -> Kind {
+    use std::io::IsTerminal;
     if agent {
         return agent_usage_error(message);
     }
-    let _ = cli::command()
-        .error(clap::error::ErrorKind::ValueValidation, message)
-        .print();
+    let to = outcome_requested();
+    if to != OutcomeTo::Stderr || std::io::stderr().is_terminal() {
+        let _ = cli::command()
+            .error(clap::error::ErrorKind::ValueValidation, message)
+            .print();
+    }
+    write_outcome(&to, &Line::usage_error(message));
     Kind::UsageError
 }
 
@@ -85,6 +170,7 @@ fn agent_usage_error(message: &str) -> Kind {
         line: &line,
         body: serde_json::Value::Null,
         body_truncated: false,
+        body_encoding: None,
         headers: serde_json::Map::new(),
     };
     print_object(&object);
@@ -108,9 +194,22 @@ fn fetch(cli: &Cli) -> Kind {
     };
     // Agent mode speaks only through its one JSON object.
     let verbose = cli.output.verbose && !agent;
-    let mut audit = match plan.log.as_deref().map(Audit::open).transpose() {
+    // Agent mode writes its one object to stdout, never to --outcome.
+    if let OutcomeTo::Append(path) = &plan.outcome_to
+        && !agent
+        && let Err(e) = append_to(path)
+    {
+        return usage(
+            &format!("cannot write --outcome {}: {e}", path.display()),
+            agent,
+        );
+    }
+    let opened = plan.log.as_deref().map(|path| {
+        Audit::open(path).map_err(|e| format!("cannot open --log {}: {e}", path.display()))
+    });
+    let mut audit = match opened.transpose() {
         Ok(audit) => audit,
-        Err(e) => return usage(&format!("cannot open --log: {e}"), agent),
+        Err(message) => return usage(&message, agent),
     };
     // Watched from here on, before the state is opened and before the first
     // temporary file exists, so that a signal always gets its outcome line
@@ -156,13 +255,16 @@ fn fetch(cli: &Cli) -> Kind {
         Err(e) => return usage(&format!("{e:#}"), agent),
     };
     cancel.interrupt_with(transport.interrupter());
+    // Beyond --max-body by the longest secret, so that one crossing the cut
+    // is masked before the body is cut.
+    let agent_keeps = plan.max_body + plan.redactor.reach() as u64;
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
         Some(path) => match Sink::file(path, plan.continue_output) {
             Ok(sink) => sink,
             Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
         },
-        None if agent => Sink::capture(plan.max_body),
+        None if agent => Sink::capture(agent_keeps),
         None => Sink::stdout(plan.no_buffer),
     };
     let fingerprint = match &shared {
@@ -188,7 +290,7 @@ fn fetch(cli: &Cli) -> Kind {
             redactor: &plan.redactor,
             shared: shared.as_ref(),
             require: &plan.require,
-            keep_body: if agent { plan.max_body } else { 0 },
+            keep_body: if agent { agent_keeps } else { 0 },
         };
         let progress = Progress::new(
             &plan,
@@ -236,6 +338,13 @@ fn fetch(cli: &Cli) -> Kind {
             "State: unavailable ({e}); the run went on without shared limits."
         ));
     }
+    // `curl`-style: at a terminal, the outcome line starts on its own line.
+    if sink.open_line() && !agent && plan.outcome_to == OutcomeTo::Stderr {
+        use std::io::IsTerminal;
+        if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
+            eprintln!();
+        }
+    }
     let captured = match &sink {
         Sink::Capture {
             body, truncated, ..
@@ -261,9 +370,9 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
     let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
     let store: std::io::Result<Box<dyn Store>> = match &plan.state {
         None => return (None, None),
-        Some(Backend::Files(dir)) => {
-            FileStore::open(dir, timeout).map(|s| Box::new(s) as Box<dyn Store>)
-        }
+        Some(Backend::Files(dir)) => FileStore::open(dir, timeout)
+            .map(|s| Box::new(s) as Box<dyn Store>)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
         Some(Backend::Redis(url)) => {
             RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store>)
         }
@@ -296,7 +405,7 @@ fn finish(
     audit: &mut Option<Audit>,
     agent: bool,
 ) -> Kind {
-    let line = Line::new(&plan.context, &record);
+    let mut line = Line::new(&plan.context, &record);
     if let Some(audit) = audit {
         audit.event(
             "outcome",
@@ -309,17 +418,26 @@ fn finish(
         }
     }
     if agent {
-        let (bytes, truncated) =
+        let (bytes, more) =
             captured.unwrap_or_else(|| (record.failed_body.clone(), record.failed_body_truncated));
+        let body = crate::agent::body(&bytes, more, plan.max_body, &plan.redactor);
+        if body.truncated {
+            line.instruction.push(' ');
+            line.instruction.push_str(&crate::agent::truncated_words(
+                plan.max_body,
+                &record.headers,
+            ));
+        }
         let object = AgentObject {
             line: &line,
-            body: crate::agent::body(&bytes, truncated, &plan.redactor),
-            body_truncated: truncated,
+            body: body.value,
+            body_truncated: body.truncated,
+            body_encoding: body.encoding,
             headers: crate::agent::headers(&record.headers, &plan.redactor),
         };
         print_object(&object);
     } else {
-        write_outcome(plan, &line);
+        write_outcome(&plan.outcome_to, &line);
     }
     record.kind
 }
@@ -372,19 +490,30 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
     }
 }
 
-fn write_outcome(plan: &Plan, line: &Line) {
+fn write_outcome(to: &OutcomeTo, line: &Line) {
     let mut line = line.to_json();
     line.push('\n');
-    // Failures to write the outcome cannot be reported anywhere better.
-    let _ = match &plan.outcome_to {
+    let written = match to {
         OutcomeTo::Stderr => std::io::stderr().write_all(line.as_bytes()),
         OutcomeTo::Stdout => std::io::stdout().write_all(line.as_bytes()),
         OutcomeTo::Nowhere => Ok(()),
-        OutcomeTo::Append(path) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
+        OutcomeTo::Append(path) => append_to(path)
             // One write per line, so runs sharing the file never interleave.
             .and_then(|mut f| f.write_all(line.as_bytes())),
     };
+    if let (Err(e), OutcomeTo::Append(path)) = (written, to) {
+        // The line is not lost: it goes where it would have gone by default.
+        eprintln!(
+            "abide: warning: cannot write --outcome {}: {e}",
+            path.display()
+        );
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+}
+
+fn append_to(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
 }

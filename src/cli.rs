@@ -79,7 +79,8 @@ pub struct RequestArgs {
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
     pub method: Option<String>,
 
-    /// Add a header, "Name: value" (repeatable). "Name:" removes a default header.
+    /// Add a header, "Name: value" (repeatable). "Name:" removes a default header
+    /// (User-Agent, Accept, Content-Type). Control characters are refused.
     /// (Checked by `plan`, not by clap: clap would quote a refused value,
     /// and a malformed header is often a credential.)
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
@@ -100,7 +101,10 @@ pub struct RequestArgs {
     #[arg(long = "json", value_name = "DATA", conflicts_with_all = ["data", "data_binary"])]
     pub json: Option<String>,
 
-    /// Follow redirects (at most 10); without it a 3xx answer is final.
+    /// Follow redirects (at most 10), as curl does: 307 and 308 re-send the method
+    /// and body; 303, and 301 or 302 after a POST, become a GET without a body;
+    /// -u, Authorization and Cookie go on to the same origin only; a Retry-After
+    /// on a redirect is waited first. Without -L a 3xx answer is final.
     #[arg(short = 'L', long = "location")]
     pub location: bool,
 
@@ -121,9 +125,15 @@ pub struct RequestArgs {
     #[arg(short = 'k', long = "insecure")]
     pub insecure: bool,
 
-    /// Trust the CA certificates in this PEM file instead of the built-in roots.
+    /// Trust the CA certificates in this PEM file instead of the built-in roots;
+    /// a server whose certificate is one of them exactly (a self-signed one)
+    /// is trusted too, as curl does.
     #[arg(long = "cacert", value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+
+    /// Trust the operating system's certificate store instead of the built-in roots.
+    #[arg(long = "ca-native", conflicts_with = "cacert")]
+    pub ca_native: bool,
 
     /// Longest time to connect, per attempt.
     #[arg(long = "connect-timeout", value_name = "DURATION", env = "ABIDE_CONNECT_TIMEOUT",
@@ -253,11 +263,12 @@ pub struct ScopeArgs {
 
     /// Client-side pacing shared by every process of the scope, N/UNIT
     /// (5/s, 100/m, 1000/h): no burst beyond it even when many start at once.
+    /// Kept in the scope state: refused with --no-state.
     #[arg(long, value_name = "N/UNIT", env = "ABIDE_RATE", value_parser = parse_rate)]
     pub rate: Option<Rate>,
 
     /// At most N requests of the scope in flight across all processes;
-    /// waiting for a slot counts against the budget.
+    /// waiting for a slot counts against the budget. Refused with --no-state.
     #[arg(long = "max-concurrent", value_name = "N", env = "ABIDE_MAX_CONCURRENT",
           value_parser = clap::value_parser!(u32).range(1..10_000))]
     pub max_concurrent: Option<u32>,
@@ -282,9 +293,9 @@ pub struct ScopeArgs {
 #[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Write the body to FILE (via a temporary file renamed on success, so a
-    /// failed run leaves any existing FILE untouched). A GET whose body breaks
-    /// off is resumed where it broke off when the server allows it
-    /// (Accept-Ranges: bytes, and a strong ETag or Last-Modified).
+    /// failed run leaves any existing FILE untouched); "-" is stdout. A GET
+    /// whose body breaks off is resumed where it broke off when the server
+    /// allows it (Accept-Ranges: bytes, and a strong ETag or Last-Modified).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -303,7 +314,8 @@ pub struct OutputArgs {
     pub no_buffer: bool,
 
     /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
-    /// appended to.
+    /// appended to (refused before sending if it cannot be written). Usage
+    /// errors write their USAGE_ERROR line there too.
     #[arg(
         long,
         value_name = "WHERE",
@@ -331,14 +343,15 @@ pub struct OutputArgs {
 #[command(next_help_heading = AGENT)]
 pub struct AgentArgs {
     /// Agent tool mode: stdout gets exactly one JSON object (the outcome plus
-    /// body, body_truncated and headers), on success, failure and usage errors
-    /// alike; nothing else is written.
+    /// body, body_truncated, body_encoding and headers), on success, failure
+    /// and usage errors alike; nothing else is written.
     #[arg(long, env = "ABIDE_AGENT", value_parser = FalseyValueParser::new())]
     pub agent: bool,
 
     /// Largest body kept in the --agent object; sizes like 1KiB, 2MiB, at most
     /// 4MiB, since the object holds it in memory several times over
-    /// (--require checks bodies up to 64MiB).
+    /// (--require checks bodies up to 64MiB). A body that is not UTF-8 comes
+    /// in base64, with body_encoding "base64".
     #[arg(long = "max-body", value_name = "SIZE", env = "ABIDE_MAX_BODY", default_value = "64KiB",
           value_parser = parse_max_body)]
     pub max_body: u64,
@@ -468,8 +481,9 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
 }
 
 fn parse_header_value(text: &str) -> Result<String, String> {
-    if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        Err("a header value cannot contain line breaks or NUL".into())
+    // RFC 9110 §5.5: visible characters, spaces and tabs; no other controls.
+    if text.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        Err("a header value cannot contain line breaks or other control characters".into())
     } else {
         Ok(text.to_string())
     }
@@ -503,6 +517,8 @@ pub const DECISION_TABLE: &str = "\
 408, 429               retried, whatever the method
 500, 502, 503, 504     retried if idempotent, else SIDE_EFFECT_UNKNOWN
 other 4xx and 5xx      NON_RETRYABLE, never retried
+unknown host, refused  NON_RETRYABLE: waiting fixes neither
+  TLS certificate
 failure before sending retried, whatever the method
 failure after sending  retried if idempotent, else SIDE_EFFECT_UNKNOWN
 2xx body broke off     a GET resumes with Range where the server allows;
@@ -555,12 +571,25 @@ pub fn command() -> clap::Command {
         .iter()
         .map(|(what, how)| format!("  # {what}\n{}", indent(how)))
         .collect();
-    Cli::command().after_long_help(format!(
-        "Decision table:\n{}\n\nExit codes:\n{}\n\nExamples:\n{}",
-        indent(DECISION_TABLE),
-        indent(&exit_codes()),
-        examples.join("\n\n")
-    ))
+    Cli::command()
+        // So that `--budget -1s` reaches the parser, which says why it is
+        // refused, instead of reading as an unknown flag `-1`.
+        .mut_args(|arg| {
+            let duration = arg
+                .get_value_names()
+                .is_some_and(|names| names.iter().any(|n| n == "DURATION"));
+            if duration {
+                arg.allow_hyphen_values(true)
+            } else {
+                arg
+            }
+        })
+        .after_long_help(format!(
+            "Decision table:\n{}\n\nExit codes:\n{}\n\nExamples:\n{}",
+            indent(DECISION_TABLE),
+            indent(&exit_codes()),
+            examples.join("\n\n")
+        ))
 }
 
 /// What each example shows, and the example (lines within 72 columns).
@@ -621,7 +650,14 @@ mod tests {
             }
         );
         assert_eq!(parse_header("User-Agent:").unwrap().value, None);
-        for bad in ["nocolon", ": v", "Bad Name: v", "X: a\r\nInjected: 1"] {
+        for bad in [
+            "nocolon",
+            ": v",
+            "Bad Name: v",
+            "X: a\r\nInjected: 1",
+            "X: \x01",
+            "X: a\x7f",
+        ] {
             assert!(parse_header(bad).is_err(), "{bad:?}");
         }
     }

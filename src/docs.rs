@@ -30,7 +30,8 @@ pub const OUTCOME_FIELDS: [(&str, &str); 18] = [
     (
         "outcome",
         "SUCCEEDED, NON_RETRYABLE, RETRY_EXHAUSTED, BUDGET_EXHAUSTED, CIRCUIT_OPEN, \
-         SIDE_EFFECT_UNKNOWN, INVALID_RESPONSE, NO_PROGRESS, CANCELLED or INTERNAL_ERROR.",
+         SIDE_EFFECT_UNKNOWN, INVALID_RESPONSE, NO_PROGRESS, CANCELLED, INTERNAL_ERROR \
+         or USAGE_ERROR.",
     ),
     ("ok", "true only for SUCCEEDED."),
     (
@@ -38,8 +39,11 @@ pub const OUTCOME_FIELDS: [(&str, &str); 18] = [
         "the process exit code; for CANCELLED, the status a shell shows for the signal abide \
          ends by (128 + its number).",
     ),
-    ("method", "the request method."),
-    ("url", "the request URL; credentials shown as ***."),
+    ("method", "the request method (null for a usage error)."),
+    (
+        "url",
+        "the request URL; credentials shown as *** (null for a usage error).",
+    ),
     (
         "scope",
         "what the limit applies to: the URL's origin, scheme://host:port.",

@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
@@ -50,6 +50,8 @@ pub struct Settings {
     pub proxy: Option<String>,
     pub insecure: bool,
     pub cacert: Option<PathBuf>,
+    /// Trust the operating system's certificate store (`--ca-native`).
+    pub ca_native: bool,
     /// `--compressed`: decode gzip, deflate and br bodies, at most
     /// `max_ratio` times their encoded size.
     pub compressed: bool,
@@ -59,7 +61,8 @@ pub struct Settings {
 /// Time limits for one attempt.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// The answer's head must have arrived within this.
+    /// The answer's head must have arrived within this (through every
+    /// redirect, with -L).
     pub head: Duration,
     /// The whole attempt, body included, ends within this; `None` lets a
     /// body that keeps flowing take as long as it takes.
@@ -103,11 +106,12 @@ pub trait Transport {
 /// The real transport, over ureq.
 pub struct Http {
     agent: Agent,
+    follow_redirects: bool,
+    compressed: bool,
+    max_ratio: u64,
     /// Shared with the thread of the attempt in flight.
     request: Arc<Request>,
     interrupted: Arc<AtomicBool>,
-    compressed: bool,
-    max_ratio: u64,
 }
 
 /// The size of ureq's read buffer, and of the sink's copy buffer.
@@ -121,6 +125,10 @@ const POLL: Duration = Duration::from_millis(5);
 impl Http {
     pub fn new(settings: &Settings, request: Request) -> Result<Http> {
         let mut tls = TlsConfig::builder().disable_verification(settings.insecure);
+        if settings.ca_native {
+            tls = tls.root_certs(RootCerts::PlatformVerifier);
+        }
+        let mut ca_certs = None;
         if let Some(path) = &settings.cacert {
             let pem = std::fs::read(path)
                 .with_context(|| format!("cannot read --cacert {}", path.display()))?;
@@ -137,7 +145,7 @@ impl Http {
                 "--cacert {} holds no certificate",
                 path.display()
             );
-            tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
+            ca_certs = Some(certs);
         }
         let mut config = Agent::config_builder()
             // Reads of 64 KiB copy out of the socket faster than ureq's
@@ -148,24 +156,35 @@ impl Http {
             .max_response_header_size(MAX_HEAD)
             .http_status_as_error(false)
             .allow_non_standard_methods(true)
-            .max_redirects(if settings.follow_redirects { 10 } else { 0 })
+            // abide follows redirects itself (`attempt`), with curl's rules.
+            .max_redirects(0)
+            // The plan adds these itself, so that -H "Name:" can remove them.
             .user_agent(ureq::config::AutoHeaderValue::None)
+            .accept(ureq::config::AutoHeaderValue::None)
+            .accept_encoding(ureq::config::AutoHeaderValue::None)
             .tls_config(tls.build());
         if let Some(proxy) = &settings.proxy {
             let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
             config = config.proxy(Some(proxy));
         }
-        let connector = DefaultConnector::default().chain(ResetIsNoEnd);
-        Ok(Http {
-            agent: Agent::with_parts(
+        let agent = match (&settings.cacert, ca_certs) {
+            (Some(path), Some(certs)) if !settings.insecure => {
+                crate::tls::agent_trusting(config.build(), &certs)
+                    .with_context(|| format!("--cacert {}", path.display()))?
+            }
+            _ => Agent::with_parts(
                 config.build(),
-                connector,
+                DefaultConnector::default().chain(ResetIsNoEnd),
                 ureq::unversioned::resolver::DefaultResolver::default(),
             ),
-            request: Arc::new(request),
-            interrupted: Arc::default(),
+        };
+        Ok(Http {
+            agent,
+            follow_redirects: settings.follow_redirects,
             compressed: settings.compressed,
             max_ratio: settings.max_ratio,
+            request: Arc::new(request),
+            interrupted: Arc::default(),
         })
     }
 
@@ -190,8 +209,133 @@ impl Http {
     }
 }
 
-/// One attempt, start to response head, on the attempt's own thread.
+/// Redirects followed at most, per attempt, with -L.
+const MAX_REDIRECTS: usize = 10;
+
+/// One attempt, start to response head, on the attempt's own thread; with
+/// -L, through its redirects as curl follows them: 307 and 308 re-send the
+/// method and body; 303, and 301 or 302 after a POST, turn it into a body-less
+/// GET; credentials and cookies go on to the same origin only; a
+/// Retry-After on a redirect is waited before following it.
 fn attempt(
+    agent: &Agent,
+    request: &Request,
+    limits: Limits,
+    follow: bool,
+    resume: Option<&resume::From>,
+) -> Result<ureq::http::Response<ureq::Body>, Failure> {
+    let start = Instant::now();
+    let mut hop = request.clone();
+    // After a redirect other than 307 or 308, a server may have acted on the
+    // request: a later hop that fails before sending must not read as a
+    // request never sent (a POST answered 303 would be sent again).
+    let mut acted_on = false;
+    for _ in 0..=MAX_REDIRECTS {
+        let spent = start.elapsed();
+        let response = send_one(
+            agent,
+            &hop,
+            Limits {
+                head: limits.head.saturating_sub(spent),
+                total: limits.total.map(|t| t.saturating_sub(spent)),
+                ..limits
+            },
+            resume,
+        )
+        .map_err(|mut failure| {
+            if acted_on && failure.phase == Phase::BeforeSend {
+                failure.phase = Phase::AfterSend;
+            }
+            failure
+        })?;
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok());
+        let (true, 301 | 302 | 303 | 307 | 308, Some(location)) = (follow, status, location) else {
+            return Ok(response);
+        };
+        let next = redirect_target(&hop.url, location)?;
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)));
+        if let Some(wait) = crate::delay::server_delay(headers, SystemTime::now()).delay {
+            let left = limits.head.saturating_sub(start.elapsed());
+            if wait.delay > left {
+                // Retrying at once would ignore the wait; the fix is more time.
+                return Err(Failure {
+                    phase: Phase::Final,
+                    message: format!(
+                        "{REDIRECT_WAIT} ({status}) asked to wait {:.1} s before it is followed, more than the {:.1} s this attempt has left",
+                        wait.delay.as_secs_f64(),
+                        left.as_secs_f64()
+                    ),
+                });
+            }
+            std::thread::sleep(wait.delay);
+        }
+        acted_on |= !matches!(status, 307 | 308);
+        hop = redirected(hop, status, next);
+    }
+    Err(Failure {
+        phase: Phase::Final,
+        message: format!("more than {MAX_REDIRECTS} redirects"),
+    })
+}
+
+/// The absolute URL a `Location` points to, from the URL that was sent.
+fn redirect_target(base: &str, location: &str) -> Result<String, Failure> {
+    let refused = |why: String| Failure {
+        phase: Phase::Final,
+        message: format!(
+            "cannot follow the redirect to {}: {why}",
+            crate::redact::url(location)
+        ),
+    };
+    let next = url::Url::parse(base)
+        .and_then(|base| base.join(location))
+        .map_err(|e| refused(e.to_string()))?;
+    match next.scheme() {
+        "http" | "https" => Ok(next.to_string()),
+        other => Err(refused(format!("abide speaks http and https, not {other}"))),
+    }
+}
+
+/// The request a redirect asks for next.
+fn redirected(mut request: Request, status: u16, url: String) -> Request {
+    let to_get = status == 303 && request.method != "HEAD"
+        || matches!(status, 301 | 302) && request.method == "POST";
+    if to_get {
+        request.method = "GET".into();
+        request.body = Body::Empty;
+        request.headers.retain(|(name, _)| {
+            !name.eq_ignore_ascii_case("content-type")
+                && !name.eq_ignore_ascii_case("content-length")
+        });
+    }
+    if origin(&request.url) != origin(&url) {
+        request.headers.retain(|(name, _)| {
+            !name.eq_ignore_ascii_case("authorization") && !name.eq_ignore_ascii_case("cookie")
+        });
+    }
+    request.url = url;
+    request
+}
+
+/// `scheme://host:port` of a URL that parsed before it was sent.
+fn origin(url: &str) -> Option<(String, String, Option<u16>)> {
+    let url = url::Url::parse(url).ok()?;
+    Some((
+        url.scheme().to_string(),
+        url.host_str()?.to_ascii_lowercase(),
+        url.port_or_known_default(),
+    ))
+}
+
+/// One request, to its response head.
+fn send_one(
     agent: &Agent,
     request: &Request,
     limits: Limits,
@@ -214,6 +358,11 @@ fn attempt(
         })?
         .into_parts();
     let result = match &request.body {
+        // An empty body of known length, never a chunked one (which some
+        // servers refuse with 501), for the methods that carry a body.
+        Body::Empty if matches!(request.method.as_str(), "POST" | "PUT" | "PATCH") => {
+            run_with(agent, parts, &[][..], limits)
+        }
         Body::Empty => run_with(agent, parts, (), limits),
         Body::Bytes(bytes) => run_with(agent, parts, bytes.as_slice(), limits),
         Body::File(path) => {
@@ -259,11 +408,12 @@ impl Transport for Http {
         let agent = self.agent.clone();
         let request = Arc::clone(&self.request);
         let resume = resume.cloned();
+        let follow = self.follow_redirects;
         std::thread::Builder::new()
             .name("abide-attempt".into())
             .spawn(move || {
                 // The caller may have stopped listening; that is fine.
-                let _ = done.send(attempt(&agent, &request, limits, resume.as_ref()));
+                let _ = done.send(attempt(&agent, &request, limits, follow, resume.as_ref()));
             })
             .map_err(|e| Failure {
                 phase: Phase::BeforeSend,
@@ -362,23 +512,24 @@ impl<R: Read> Read for Interruptible<R> {
 /// takes a reset for the end of a body that ends when the connection
 /// closes (HTTP/1.0 without Content-Length), and would pass a truncated
 /// body for a whole one; only a clean close (FIN) ends such a body.
+/// The last step of every connector chain abide builds (see `tls` too).
 #[derive(Debug)]
-struct ResetIsNoEnd;
+pub struct ResetIsNoEnd;
 
-impl Connector<Box<dyn Wire>> for ResetIsNoEnd {
-    type Out = ResetAware;
+impl<In: Wire> Connector<In> for ResetIsNoEnd {
+    type Out = ResetAware<In>;
 
     fn connect(
         &self,
         _: &ConnectionDetails,
-        chained: Option<Box<dyn Wire>>,
-    ) -> Result<Option<ResetAware>, ureq::Error> {
+        chained: Option<In>,
+    ) -> Result<Option<ResetAware<In>>, ureq::Error> {
         Ok(chained.map(ResetAware))
     }
 }
 
 #[derive(Debug)]
-struct ResetAware(Box<dyn Wire>);
+pub struct ResetAware<T>(T);
 
 /// A reset, in a form ureq does not read as a close.
 #[derive(Debug)]
@@ -396,7 +547,7 @@ fn is_reset(error: &io::Error) -> bool {
     error.get_ref().is_some_and(|inner| inner.is::<Reset>())
 }
 
-impl Wire for ResetAware {
+impl<T: Wire> Wire for ResetAware<T> {
     fn buffers(&mut self) -> &mut dyn Buffers {
         self.0.buffers()
     }
@@ -430,8 +581,12 @@ fn reset_is_no_end(error: ureq::Error) -> ureq::Error {
 fn failure(error: ureq::Error, limits: Limits) -> Failure {
     use ureq::Error as E;
     let phase = match &error {
-        E::HostNotFound
-        | E::ConnectionFailed
+        // Waiting fixes neither a name that does not resolve nor a
+        // certificate the client refuses.
+        E::HostNotFound => Phase::Final,
+        _ if refused_certificate(&error).is_some() => Phase::Final,
+        E::Io(io) if unresolved(io) => Phase::Final,
+        E::ConnectionFailed
         | E::ConnectProxyFailed(_)
         | E::InvalidProxyUrl
         | E::Tls(_)
@@ -467,8 +622,55 @@ fn before_send(error: &io::Error) -> bool {
     )
 }
 
+/// A name the resolver says does not exist, as opposed to a resolver that
+/// could not be asked (`EAI_AGAIN`), which may answer later.
+fn unresolved(error: &io::Error) -> bool {
+    let text = error.to_string();
+    text.contains("failed to lookup address") && !text.contains("Temporary failure")
+}
+
+/// The reason the client refused the server's certificate, if it did;
+/// rustls reports it as its own error or inside an I/O error.
+fn refused_certificate(error: &ureq::Error) -> Option<&rustls::CertificateError> {
+    let rustls = match error {
+        ureq::Error::Rustls(e) => Some(e),
+        ureq::Error::Io(io) => io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()),
+        _ => None,
+    };
+    match rustls {
+        Some(rustls::Error::InvalidCertificate(why)) => Some(why),
+        _ => None,
+    }
+}
+
+/// How failures that waiting cannot fix start, and what fixes each.
+const UNRESOLVED: &str = "the host name does not resolve";
+const REFUSED_CERTIFICATE: &str = "the server's TLS certificate was refused";
+const REDIRECT_WAIT: &str = "the redirect";
+const REMEDIES: [(&str, &str); 3] = [
+    (UNRESOLVED, "check the host name"),
+    (REFUSED_CERTIFICATE, "pass --cacert or fix the certificate"),
+    (
+        REDIRECT_WAIT,
+        "wait that long, then call again with a larger -m/--max-time",
+    ),
+];
+
+/// What fixes the failure `error` describes, when retrying cannot.
+pub fn remedy(error: &str) -> Option<&'static str> {
+    REMEDIES
+        .iter()
+        .find(|(start, _)| error.starts_with(start))
+        .map(|(_, remedy)| *remedy)
+}
+
 fn describe(error: &ureq::Error, stall: Duration) -> String {
+    if let Some(why) = refused_certificate(error) {
+        return format!("{REFUSED_CERTIFICATE}: {}", certificate_problem(why));
+    }
     match error {
+        ureq::Error::HostNotFound => UNRESOLVED.into(),
+        ureq::Error::Io(io) if unresolved(io) => format!("{UNRESOLVED} ({io})"),
         ureq::Error::Timeout(t) => format!("timeout: {}", timed_out(*t, stall)),
         ureq::Error::Io(io) => match io_kind(io) {
             "i/o error" => format!("i/o error: {io}"),
@@ -508,5 +710,24 @@ pub fn io_kind(error: &io::Error) -> &'static str {
         K::TimedOut => "timeout",
         K::BrokenPipe => "broken pipe",
         _ => "i/o error",
+    }
+}
+
+/// A refused certificate in words, not in Rust debug text.
+fn certificate_problem(error: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    match error {
+        C::UnknownIssuer => "it is not signed by a trusted CA".into(),
+        C::Expired | C::ExpiredContext { .. } => "it has expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "it is not valid yet".into(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "it is not valid for this host name".into()
+        }
+        C::Revoked => "it has been revoked".into(),
+        C::BadSignature => "its signature is invalid".into(),
+        C::Other(other) if other.to_string().contains("CaUsedAsEndEntity") => {
+            "it is a CA certificate used as the server's own".into()
+        }
+        other => other.to_string(),
     }
 }

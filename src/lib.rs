@@ -26,4 +26,5 @@ pub mod shared;
 pub mod sink;
 pub mod store;
 pub mod target;
+pub mod tls;
 pub mod units;

@@ -337,6 +337,7 @@ impl Refusal {
             line: &line,
             body: Value::Null,
             body_truncated: false,
+            body_encoding: None,
             headers: Map::new(),
         };
         serde_json::to_value(object).expect("the agent object always serializes")
@@ -459,6 +460,10 @@ fn output_schema() -> JsonObject {
             "resumed_bytes": {"type": "integer"},
             "body": {},
             "body_truncated": {"type": "boolean"},
+            "body_encoding": {
+                "type": ["string", "null"],
+                "description": "\"base64\" when the body is not UTF-8 text."
+            },
             "headers": {"type": "object", "additionalProperties": {"type": "string"}}
         },
         "required": ["outcome", "ok", "reason", "instruction", "next_allowed_at"]

@@ -119,7 +119,7 @@ impl Kind {
             Kind::Succeeded => "a 2xx answer (or a 3xx without -L)",
             Kind::InternalError => "abide itself failed (e.g. could not write -o FILE)",
             Kind::UsageError => "bad flag, URL or header; nothing was sent",
-            Kind::NonRetryable => "a 4xx/5xx that retrying will not change",
+            Kind::NonRetryable => "a 4xx/5xx, unknown host or refused certificate",
             Kind::RetryExhausted => "still failing when --attempts ran out",
             Kind::BudgetExhausted => "the next wait does not fit --budget or --max-wait",
             Kind::CircuitOpen => {
@@ -448,6 +448,25 @@ impl Words<'_> {
             .map(|_| capitalized(error))
     }
 
+    /// A header of the last answer (already masked by the run).
+    fn header(&self, name: &str) -> Option<&str> {
+        self.record
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the last attempt ended for want of time, not of an answer.
+    fn timed_out(&self) -> bool {
+        self.status.is_none()
+            && self
+                .record
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("timeout"))
+    }
+
     fn reason(&self) -> String {
         let mut reason = match &self.record.why {
             Why::Cancelled => format!(
@@ -574,17 +593,31 @@ impl Words<'_> {
             None => fallback.to_string(),
         };
         match self.record.kind {
-            Kind::Succeeded => "Nothing to do: the request succeeded.".to_string(),
+            Kind::Succeeded => match (self.status, self.header("location")) {
+                (Some(status @ 300..=399), Some(location)) => format!(
+                    "The answer is a redirect ({}) to {}; add -L to follow it, or call that URL.",
+                    status_text(status),
+                    crate::redact::url(location)
+                ),
+                _ => "Nothing to do: the request succeeded.".to_string(),
+            },
             Kind::NonRetryable => match self.status {
                 Some(401) => "401 Unauthorized will not change by retrying; fix the credentials before calling again.".to_string(),
                 Some(403) => "403 Forbidden will not change by retrying; fix the permissions or credentials before calling again.".to_string(),
                 Some(404 | 410) => format!("{} will not change by retrying; check the URL before calling again.", self.what()),
                 Some(status) if status < 500 => format!("{} will not change by retrying; fix the request before calling again.", self.what()),
                 Some(_) => format!("{} will not change by retrying; report it or try again much later.", self.what()),
-                None => format!("{}; retrying will not help, fix the cause first.", self.what()),
+                None => match self.record.error.as_deref().and_then(crate::http::remedy) {
+                    Some(remedy) => format!("Retrying will not help: {remedy} before calling again."),
+                    None => format!("{}; retrying will not help, fix the cause first.", self.what()),
+                },
             },
             Kind::RetryExhausted if self.status == Some(429) => format!(
                 "The server is still rate limiting; {}.",
+                not_before("wait before calling again")
+            ),
+            Kind::RetryExhausted if self.timed_out() => format!(
+                "Every attempt ran out of time; {}, and consider a larger -m/--max-time (or --stall, for a body that stops coming).",
                 not_before("wait before calling again")
             ),
             Kind::RetryExhausted => format!(
@@ -626,7 +659,10 @@ impl Words<'_> {
             Kind::InvalidResponse => "The answer did not meet the response contract; fix the request or the contract before calling again.".to_string(),
             Kind::NoProgress => "This exact request keeps failing the same way; change the request (fix what the last error said) before calling again.".to_string(),
             Kind::Incomplete => "Discard what stdout received: it is only the start of the body. Run again, with -o FILE to keep only a complete body.".to_string(),
-            Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "The run was interrupted; run it again when ready.".to_string(),
+            Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => format!(
+                "The run was interrupted; {}.",
+                not_before("run it again when ready")
+            ),
             Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
             Kind::UsageError => "Fix the command line and run it again.".to_string(),
         }
@@ -854,6 +890,39 @@ mod tests {
             "Still connection refused after 5 attempt(s), and the failures opened the circuit breaker of the API at http://127.0.0.1:1."
         );
         assert_eq!(line.exit_code, 6);
+    }
+
+    #[test]
+    fn instructions_name_the_way_on() {
+        let mut r = record(
+            Kind::Succeeded,
+            StopWhy::Success,
+            vec![attempt(Some(302), None)],
+        );
+        r.headers = vec![("location".into(), "/v2/x?token=t".into())];
+        assert_eq!(
+            Line::new(&context(), &r).instruction,
+            "The answer is a redirect (302 Found) to /v2/x?token=***; add -L to follow it, or call that URL."
+        );
+        let mut r = record(
+            Kind::RetryExhausted,
+            StopWhy::AttemptsUsed { attempts: 1 },
+            vec![attempt(None, None)],
+        );
+        r.error = Some("timeout: no answer from the server in time".into());
+        assert!(
+            Line::new(&context(), &r)
+                .instruction
+                .contains("-m/--max-time")
+        );
+        let mut r = record(Kind::Cancelled, StopWhy::Success, vec![]);
+        r.why = Why::Cancelled;
+        r.next_allowed_at =
+            Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
+        assert_eq!(
+            Line::new(&context(), &r).instruction,
+            "The run was interrupted; do not call this endpoint again before 2026-11-30T10:02:00.000Z."
+        );
     }
 
     #[test]

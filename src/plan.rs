@@ -34,6 +34,19 @@ pub enum OutcomeTo {
     Append(PathBuf),
 }
 
+impl OutcomeTo {
+    /// `--outcome WHERE`; `None` for an empty one.
+    pub fn parse(text: &str) -> Option<OutcomeTo> {
+        Some(match text {
+            "" => return None,
+            "stderr" => OutcomeTo::Stderr,
+            "stdout" => OutcomeTo::Stdout,
+            "none" => OutcomeTo::Nowhere,
+            path => OutcomeTo::Append(PathBuf::from(path)),
+        })
+    }
+}
+
 #[derive(Debug)]
 pub struct Plan {
     pub request: Request,
@@ -111,19 +124,16 @@ pub fn endpoint(request: &Request) -> String {
     crate::store::scope_hash(&format!("{} {url}", request.method))
 }
 
-/// What makes two requests the same for the no-progress guard: method, URL,
-/// body and headers (but the volatile ones), hashed so that nothing is kept
-/// in clear.
-pub fn fingerprint(request: &Request) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    // Length-prefixed fields, so that no two different requests hash alike.
-    fn field(hash: &mut Sha256, bytes: &[u8]) {
-        hash.update((bytes.len() as u64).to_le_bytes());
-        hash.update(bytes);
-    }
-    let mut hash = Sha256::new();
-    field(&mut hash, request.method.as_bytes());
-    field(&mut hash, request.url.as_bytes());
+/// Length-prefixed fields, so that no two different requests hash alike.
+fn field(hash: &mut sha2::Sha256, bytes: &[u8]) {
+    use sha2::Digest;
+    hash.update((bytes.len() as u64).to_le_bytes());
+    hash.update(bytes);
+}
+
+/// The request's headers as the fingerprint sees them: names lower-cased,
+/// volatile ones left out, sorted.
+fn stable_headers(request: &Request) -> Vec<(String, &str)> {
     let mut headers: Vec<(String, &str)> = request
         .headers
         .iter()
@@ -131,10 +141,41 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
         .filter(|(n, _)| !VOLATILE.contains(&n.as_str()))
         .collect();
     headers.sort();
-    for (name, value) in &headers {
-        field(&mut hash, name.as_bytes());
-        field(&mut hash, value.as_bytes());
+    headers
+}
+
+/// The request's credentials (secret-looking header values, and the URL
+/// with its secret query values) as a 16-bit tag: enough to tell that they
+/// changed, far too little to test password guesses against.
+fn credentials_tag(request: &Request) -> [u8; 2] {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    field(&mut hash, request.url.as_bytes());
+    for (name, value) in stable_headers(request) {
+        if redact::is_secret_name(&name) {
+            field(&mut hash, value.as_bytes());
+        }
     }
+    let digest = hash.finalize();
+    [digest[0], digest[1]]
+}
+
+/// What makes two requests the same for the no-progress guard: method, URL,
+/// body and headers (but the volatile ones), hashed so that nothing is kept
+/// in clear. Credentials enter it only as their 16-bit tag, so that someone
+/// who can read the scope state cannot test password guesses against it.
+pub fn fingerprint(request: &Request) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    field(&mut hash, request.method.as_bytes());
+    field(&mut hash, redact::url(&request.url).as_bytes());
+    for (name, value) in stable_headers(request) {
+        field(&mut hash, name.as_bytes());
+        if !redact::is_secret_name(&name) {
+            field(&mut hash, value.as_bytes());
+        }
+    }
+    hash.update(credentials_tag(request));
     match &request.body {
         Body::Empty => field(&mut hash, b""),
         Body::Bytes(bytes) => field(&mut hash, bytes),
@@ -164,18 +205,21 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let target = Target::parse(url)?;
     let mut redactor = Redactor::default();
 
-    let outcome_to = match cli.output.outcome.as_str() {
-        "stderr" => OutcomeTo::Stderr,
-        "stdout" if cli.output.output.is_none() => {
+    // `-o -` is stdout, as in curl.
+    let output = cli
+        .output
+        .output
+        .clone()
+        .filter(|path| path.as_os_str() != "-");
+    let outcome_to = match OutcomeTo::parse(&cli.output.outcome) {
+        Some(OutcomeTo::Stdout) if output.is_none() => {
             return Err(
                 "--outcome stdout needs -o FILE, else the body and the outcome line would mix"
                     .into(),
             );
         }
-        "stdout" => OutcomeTo::Stdout,
-        "none" => OutcomeTo::Nowhere,
-        "" => return Err("--outcome needs stderr, stdout, none or a file path".into()),
-        path => OutcomeTo::Append(PathBuf::from(path)),
+        Some(to) => to,
+        None => return Err("--outcome needs stderr, stdout, none or a file path".into()),
     };
 
     let (body, default_type, spool) = body(cli, stdin)?;
@@ -191,9 +235,14 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if let Some(content_type) = default_type {
         headers.push(("Content-Type".into(), content_type.into()));
     }
-    if r.json.is_some() {
-        headers.push(("Accept".into(), "application/json".into()));
-    }
+    // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
+    // No Accept-Encoding: curl asks for compression only with --compressed.
+    let accept = if r.json.is_some() {
+        "application/json"
+    } else {
+        "*/*"
+    };
+    headers.push(("Accept".into(), accept.into()));
     if r.compressed {
         headers.push(("Accept-Encoding".into(), crate::decode::ACCEPTED.into()));
     }
@@ -241,7 +290,10 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         }
     }
     if let Some((_, query)) = target.url.split_once('?') {
-        for (name, value) in query.split('&').filter_map(|pair| pair.split_once('=')) {
+        for (name, value) in query
+            .split(['&', ';'])
+            .filter_map(|pair| pair.split_once('='))
+        {
             if redact::is_secret_name(name) {
                 redactor.add(value);
             }
@@ -280,10 +332,20 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         None => target.origin.clone(),
     };
     let a = &cli.agent;
-    if a.task.is_some() && sc.no_state {
-        return Err(
-            "--task keeps its key in the scope state; it cannot be used with --no-state".into(),
-        );
+    if sc.no_state {
+        let shared = [
+            ("--task keeps its key", a.task.is_some()),
+            ("--rate paces the scope", sc.rate.is_some()),
+            (
+                "--max-concurrent counts the scope's requests",
+                sc.max_concurrent.is_some(),
+            ),
+        ];
+        if let Some((what, _)) = shared.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "{what} in the scope state; it cannot be used with --no-state"
+            ));
+        }
     }
     if a.task.is_some() && cli.policy.idempotency_key.as_deref() != Some("auto") {
         return Err("--task keeps a generated key: use it with --idempotency-key auto".into());
@@ -326,7 +388,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     Ok(Plan {
         context: Context {
             method: method.clone(),
-            url: redactor.text(&target.display()),
+            url: target.display(),
             scope,
             idempotency_key,
         },
@@ -343,6 +405,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             cacert: r.cacert.clone(),
             compressed: r.compressed,
             max_ratio: r.max_ratio,
+            ca_native: r.ca_native,
         },
         policy,
         replay,
@@ -350,7 +413,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         connect_timeout: r.connect_timeout,
         stall: r.stall,
         resumable,
-        output: cli.output.output.clone(),
+        output,
         continue_output: cli.output.continue_at.is_some(),
         no_buffer: cli.output.no_buffer,
         outcome_to,
@@ -616,22 +679,48 @@ mod tests {
     fn credentials_are_known_to_the_redactor() {
         let p = plan_of(&[
             "-u",
-            "ann:pw-one",
+            "ann:pw-one-long",
             "-H",
-            "Authorization: Bearer tok-two",
+            "Authorization: Bearer tok-two-long",
             "-H",
             "X-Api-Key: key-three",
-            "http://h/?token=tok-four&q=1",
+            "http://h/?token=tok-four-long&q=1;sig=1",
         ])
         .unwrap();
-        assert_eq!(header(&p, "authorization"), Some("Bearer tok-two"));
-        for secret in ["pw-one", "tok-two", "key-three", "tok-four"] {
+        assert_eq!(header(&p, "authorization"), Some("Bearer tok-two-long"));
+        for secret in ["pw-one-long", "tok-two-long", "key-three", "tok-four-long"] {
             assert_eq!(p.redactor.text(secret), "***", "{secret}");
         }
-        assert_eq!(p.context.url, "http://h/?token=***&q=1");
+        // Masked where abide wrote them, whatever their length.
+        assert_eq!(p.context.url, "http://h/?token=***&q=1;sig=***");
         let p = plan_of(&["http://ann:pw@h/"]).unwrap();
         assert_eq!(header(&p, "authorization"), Some("Basic YW5uOnB3"));
         assert_eq!(p.context.url, "http://h/");
+        // A short secret garbles no other text: the URL of `-H 'X-Api-Key: 1'`.
+        let p = plan_of(&[
+            "-H",
+            "X-Api-Key: 1",
+            "-u",
+            "admin:admin",
+            "127.0.0.1:8080/1",
+        ])
+        .unwrap();
+        assert_eq!(p.context.url, "http://127.0.0.1:8080/1");
+        assert_eq!(
+            p.redactor.text(r#"{"user":"admin"}"#),
+            r#"{"user":"admin"}"#
+        );
+    }
+
+    #[test]
+    fn default_headers_can_be_removed() {
+        let p = plan_of(&["h"]).unwrap();
+        assert_eq!(header(&p, "accept"), Some("*/*"));
+        assert_eq!(header(&p, "accept-encoding"), None);
+        let p = plan_of(&["-H", "Accept:", "-H", "Accept-Encoding:", "h"]).unwrap();
+        assert_eq!(header(&p, "accept"), None);
+        assert_eq!(header(&p, "accept-encoding"), None);
+        assert_eq!(plan_of(&["-o", "-", "h"]).unwrap().output, None);
     }
 
     #[test]
@@ -666,18 +755,29 @@ mod tests {
         assert_ne!(base, fp(&["-X", "POST", "-d", "a=2", "h/x"]));
         assert_ne!(base, fp(&["-X", "POST", "-d", "a=1", "h/y"]));
         assert_ne!(base, fp(&["-X", "PUT", "-d", "a=1", "h/x"]));
-        assert_ne!(
-            base,
-            fp(&[
-                "-X",
-                "POST",
-                "-d",
-                "a=1",
-                "-H",
-                "Authorization: Bearer b",
-                "h/x"
-            ])
-        );
+        let with_token = |token: &str| {
+            let header = format!("Authorization: Bearer {token}");
+            fp(&["-X", "POST", "-d", "a=1", "-H", &header, "h/x"])
+        };
+        assert_ne!(base, with_token("b"));
+        // Credentials count for 16 bits only: about one wrong guess in 65536
+        // matches the stored fingerprint, so a match confirms no guess.
+        let base = plan_of(&["h/x"]).unwrap().request;
+        let with_password = |password: &str| {
+            let mut request = base.clone();
+            let header = format!("Bearer {password}");
+            request.headers.push(("Authorization".into(), header));
+            request
+        };
+        let stored = with_password("hunter2");
+        let tag = credentials_tag(&stored);
+        let wrong = (0..1_000_000)
+            .map(|i| format!("guess{i}"))
+            .find(|guess| credentials_tag(&with_password(guess)) == tag)
+            .expect("16 bits collide within a million guesses");
+        let collides =
+            fingerprint(&stored).unwrap() == fingerprint(&with_password(&wrong)).unwrap();
+        assert!(collides, "a password could be confirmed by its fingerprint");
     }
 
     #[test]
@@ -705,6 +805,8 @@ mod tests {
                 "h",
             ],
             &["--require", "data", "h"],
+            &["--rate", "5/s", "--no-state", "h"],
+            &["--max-concurrent", "2", "--no-state", "h"],
             &["--max-body", "lots", "h"],
             &["--state", "memcached://h", "h"],
             &["--state", "redis://h", "--no-state", "h"],

@@ -1,11 +1,20 @@
-//! Keeping credentials out of every output: header values, URL user-info,
-//! secret-looking query values, and any literal secret that an error message
-//! might echo back.
+//! Keeping credentials out of every output. Where abide itself writes a
+//! credential (a URL's user-info, a secret-looking query or fragment value)
+//! it is masked by position, whatever its length; anywhere else (an error
+//! message, a body the server echoes) a known secret is masked as text, in
+//! its plain, JSON-escaped and percent-encoded forms, when it is long enough
+//! not to garble ordinary words. Text is masked before it is cut, so that a
+//! secret crossing the cut never leaves its head behind.
 
-/// Names of headers and query parameters whose values are secrets.
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+
+/// Names of headers and query parameters whose values are secrets; a
+/// percent-encoded name (`api%5Fkey`) is decoded first.
 pub fn is_secret_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    const CONTAINS: [&str; 10] = [
+    let name = percent_decode_str(name)
+        .decode_utf8_lossy()
+        .to_ascii_lowercase();
+    const CONTAINS: [&str; 12] = [
         "auth",
         "token",
         "secret",
@@ -16,54 +25,120 @@ pub fn is_secret_name(name: &str) -> bool {
         "api-key",
         "cookie",
         "credential",
+        "sessid",
+        "sessionid",
     ];
-    const WORDS: [&str; 5] = ["key", "sig", "pwd", "session", "sid"];
+    const WORDS: [&str; 7] = ["key", "sig", "pwd", "pass", "jwt", "session", "sid"];
     CONTAINS.iter().any(|c| name.contains(c))
         || name
             .split(['_', '-', '.'])
             .any(|word| WORDS.contains(&word))
 }
 
-/// A URL with user-info and secret query values replaced by `***`.
+/// `name=value` pairs (split on `&` and `;`) with secret values masked.
+fn pairs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let end = rest.find(['&', ';']).unwrap_or(rest.len());
+        let (pair, after) = rest.split_at(end);
+        match pair.split_once('=') {
+            Some((name, _)) if is_secret_name(name) => {
+                out.push_str(name);
+                out.push_str("=***");
+            }
+            _ => out.push_str(pair),
+        }
+        let mut chars = after.chars();
+        match chars.next() {
+            Some(separator) => out.push(separator),
+            None => return out,
+        }
+        rest = chars.as_str();
+    }
+}
+
+/// A URL, well formed or not (it may be what a user typed, or a server's
+/// `Location`), with its user-info and secret query and fragment values
+/// replaced by `***`.
 pub fn url(url: &str) -> String {
-    let (before_query, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
+    let (before_fragment, fragment) = match url.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
         None => (url, None),
     };
-    let mut out = match before_query.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            match authority.rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://***@{host}{path}"),
-                None => before_query.to_string(),
-            }
-        }
-        None => before_query.to_string(),
+    let (before_query, query) = match before_fragment.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (before_fragment, None),
     };
-    if let Some(query) = query {
-        out.push('?');
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if is_secret_name(name) => format!("{name}=***"),
-                _ => pair.to_string(),
-            })
-            .collect();
-        out.push_str(&pairs.join("&"));
+    let (scheme, rest) = match before_query.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, before_query),
+    };
+    let first = rest.split('/').next().unwrap_or_default();
+    // The user-info ends at the last `@` of the authority; a password with
+    // a `/` in it (`u:pa/ss@h`) pushes it past the first `/`, which the
+    // `:` of a password that is not a port gives away.
+    let userinfo_end = if first.contains('@') {
+        first.rfind('@')
+    } else {
+        let password_like = first
+            .rsplit_once(':')
+            .is_some_and(|(_, after)| !after.bytes().all(|b| b.is_ascii_digit()));
+        rest.rfind('@').filter(|_| password_like)
+    };
+    let mut out = String::with_capacity(url.len());
+    if let Some(scheme) = scheme {
+        out.push_str(scheme);
+        out.push_str("://");
+    }
+    match userinfo_end {
+        Some(at) => {
+            out.push_str("***");
+            out.push_str(&rest[at..]);
+        }
+        None => out.push_str(rest),
+    }
+    for (mark, part) in [('?', query), ('#', fragment)] {
+        if let Some(part) = part {
+            out.push(mark);
+            out.push_str(&pairs(part));
+        }
     }
     out
 }
 
-/// Parts of a secret shorter than this are not masked on their own: they
-/// would garble ordinary words in messages (a cookie's `lang=en`).
-const PART_MIN: usize = 8;
+/// Every URL-looking word of `text` (say, clap quoting an argument) masked
+/// as `url` masks it.
+pub fn urls_in(text: &str) -> String {
+    text.split_inclusive([' ', '\'', '`', '"', '\n'])
+        .map(|word| {
+            let end = word.len() - word.ends_with([' ', '\'', '`', '"', '\n']) as usize;
+            let (word, separator) = word.split_at(end);
+            if word.contains(['@', '?', '#']) {
+                format!("{}{separator}", url(word))
+            } else {
+                format!("{word}{separator}")
+            }
+        })
+        .collect()
+}
+
+/// What a URL component percent-encodes: all but RFC 3986's unreserved characters.
+const URL_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// A secret this short is not masked in free text: it would garble
+/// ordinary words in messages (`-u admin:admin`, a cookie's `lang=en`).
+const SECRET_MIN: usize = 8;
 
 /// Masks known secret strings wherever they appear in free text (error
-/// messages may quote a URL or a header).
+/// messages may quote a URL or a header, a server may echo a token).
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    secrets: Vec<String>,
+    secrets: Vec<Vec<u8>>,
 }
 
 impl Redactor {
@@ -77,27 +152,78 @@ impl Redactor {
                 .split_once('=')
                 .map_or("", |(_, v)| v.trim_matches('"'));
             for piece in [part, value] {
-                if piece.len() >= PART_MIN {
-                    self.insert(piece);
-                }
+                self.insert(piece);
             }
         }
     }
 
+    /// Adds `secret` as it is, as a JSON string spells it and as a URL
+    /// spells it, so that an echo in any of those forms is masked too.
     fn insert(&mut self, secret: &str) {
         let secret = secret.trim();
-        if !secret.is_empty() && !self.secrets.iter().any(|s| s == secret) {
-            self.secrets.push(secret.to_string());
-            // Longest first, so a secret containing another is masked whole.
-            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        if secret.len() < SECRET_MIN {
+            return;
         }
+        let json = serde_json::to_string(secret).expect("a string serializes");
+        let escaped = &json[1..json.len() - 1];
+        let encoded = utf8_percent_encode(secret, URL_COMPONENT).to_string();
+        for form in [secret, escaped, &encoded] {
+            if !self.secrets.iter().any(|s| s == form.as_bytes()) {
+                self.secrets.push(form.as_bytes().to_vec());
+            }
+        }
+        // Longest first, so a secret containing another is masked whole.
+        self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+
+    /// The longest secret: text read this far beyond a cut is enough to
+    /// mask a secret that crosses it.
+    pub fn reach(&self) -> usize {
+        self.secrets.first().map_or(0, Vec::len)
     }
 
     pub fn text(&self, text: &str) -> String {
-        self.secrets.iter().fold(text.to_string(), |acc, secret| {
-            acc.replace(secret.as_str(), "***")
-        })
+        // Masking whole secrets in valid UTF-8 keeps it valid UTF-8.
+        String::from_utf8(self.bytes(text.as_bytes())).expect("masked UTF-8 stays UTF-8")
     }
+
+    /// `bytes` with every known secret replaced by `***`.
+    pub fn bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        for secret in &self.secrets {
+            out = replace(&out, secret);
+        }
+        out
+    }
+
+    /// Masks `bytes`, then keeps at most `limit` of them, never cutting a
+    /// UTF-8 character of a text in two. Also says whether it cut.
+    pub fn cut(&self, bytes: &[u8], limit: usize) -> (Vec<u8>, bool) {
+        let mut masked = self.bytes(bytes);
+        if masked.len() <= limit {
+            return (masked, false);
+        }
+        // A text cut inside a character loses the character, not the text.
+        let end = match std::str::from_utf8(&masked[..limit]) {
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            _ => limit,
+        };
+        masked.truncate(end);
+        (masked, true)
+    }
+}
+
+/// `haystack` with every (non-overlapping) `needle` replaced by `***`.
+fn replace(haystack: &[u8], needle: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(haystack.len());
+    let mut last = 0;
+    for at in memchr::memmem::find_iter(haystack, needle) {
+        out.extend_from_slice(&haystack[last..at]);
+        out.extend_from_slice(b"***");
+        last = at + needle.len();
+    }
+    out.extend_from_slice(&haystack[last..]);
+    out
 }
 
 #[cfg(test)]
@@ -113,12 +239,22 @@ mod tests {
             "token",
             "access_token",
             "api_key",
+            "api%5Fkey",
             "apiKey",
             "X-Api-Key",
             "key",
             "secret",
             "client_secret",
+            "refresh_token",
+            "id_token",
             "password",
+            "pass",
+            "passwd",
+            "pwd",
+            "jwt",
+            "session",
+            "sessionid",
+            "PHPSESSID",
             "signature",
             "sig",
             "X-Amz-Signature",
@@ -137,6 +273,7 @@ mod tests {
             "Accept",
             "User-Agent",
             "signal",
+            "passage",
         ] {
             assert!(!is_secret_name(name), "{name}");
         }
@@ -154,19 +291,71 @@ mod tests {
             ),
             ("http://h/p?sig=s&flag", "http://h/p?sig=***&flag"),
             ("http://h/a@b", "http://h/a@b"),
+            ("http://h:8080/users/@me", "http://h:8080/users/@me"),
+            // Malformed: no scheme, a `/` in the password, spaces.
+            ("alice:Sup3rSecretPw@127.0.0.1:1/a b", "***@127.0.0.1:1/a b"),
+            ("http://alice:pa/ssWORD@h/x", "http://***@h/x"),
+            ("http://a:b@[::1/?token=t", "http://***@[::1/?token=***"),
+            // Fragments, `;` separators and encoded names.
+            (
+                "http://h/cb#access_token=t1&state=xyz",
+                "http://h/cb#access_token=***&state=xyz",
+            ),
+            (
+                "http://h/?a=1;access_token=t2",
+                "http://h/?a=1;access_token=***",
+            ),
+            (
+                "http://h/?api%5Fkey=k&jwt=j&pass=p",
+                "http://h/?api%5Fkey=***&jwt=***&pass=***",
+            ),
         ];
         for (input, expected) in rows {
-            assert_eq!(url(input), expected);
+            assert_eq!(url(input), expected, "{input}");
         }
+        assert_eq!(
+            urls_in("error: unexpected argument 'http://u:pw@h/?token=t' found"),
+            "error: unexpected argument 'http://***@h/?token=***' found"
+        );
     }
 
     #[test]
     fn literal_secrets() {
         let mut r = Redactor::default();
-        r.add("hunter2");
-        r.add("hunter2extra");
+        r.add("hunter2-long");
+        r.add("hunter2-longextra");
         r.add("  ");
-        assert_eq!(r.text("bad hunter2extra and hunter2"), "bad *** and ***");
+        // Short secrets are left alone in free text.
+        r.add("admin");
+        assert_eq!(
+            r.text("bad hunter2-longextra and hunter2-long as admin"),
+            "bad *** and *** as admin"
+        );
+    }
+
+    #[test]
+    fn escaped_and_encoded_forms() {
+        let mut r = Redactor::default();
+        r.add("pa\"ss\\word/+x-y");
+        assert_eq!(
+            r.text(r#"{"echo":"pa\"ss\\word/+x-y"}"#),
+            r#"{"echo":"***"}"#
+        );
+        assert_eq!(r.text("?p=pa%22ss%5Cword%2F%2Bx-y&q"), "?p=***&q");
+    }
+
+    #[test]
+    fn masked_then_cut() {
+        let mut r = Redactor::default();
+        r.add("SECRETTOKEN_0123456789abcde");
+        let text = b"Bearer SECRETTOKEN_0123456789abcde and more";
+        assert_eq!(r.cut(text, 33), (b"Bearer *** and more".to_vec(), false));
+        assert_eq!(r.cut(text, 12), (b"Bearer *** a".to_vec(), true));
+        let (cut, truncated) = r.cut(text, 8);
+        assert_eq!((cut.as_slice(), truncated), (&b"Bearer *"[..], true));
+        // Never half a character.
+        assert_eq!(r.cut("aé".as_bytes(), 2), (b"a".to_vec(), true));
+        assert!(r.reach() >= 27);
     }
 
     #[test]

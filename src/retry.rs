@@ -479,7 +479,11 @@ impl Loop<'_> {
             decision::classify(observation, self.replay, self.policy)
         });
         let mut error = None;
-        run.headers = reply.headers.clone();
+        run.headers = reply
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), self.redactor.text(value)))
+            .collect();
         run.failed_body.clear();
         run.failed_body_truncated = false;
         if whole {
@@ -514,12 +518,14 @@ impl Loop<'_> {
                 }
             }
         } else {
-            let limit = self.keep_body.max(ERROR_BODY_KEPT);
+            // Beyond the error's cut by the longest secret: masked, then cut.
+            let reach = self.redactor.reach() as u64;
+            let limit = self.keep_body.max(ERROR_BODY_KEPT + reach);
             let mut kept = Vec::new();
             let _ = (&mut reply.body).take(limit + 1).read_to_end(&mut kept);
-            let start = &kept[..kept.len().min(ERROR_BODY_KEPT as usize)];
-            let text = String::from_utf8_lossy(start).trim().to_string();
-            run.last_error = (!text.is_empty()).then(|| self.redactor.text(&text));
+            let (start, _) = self.redactor.cut(&kept, ERROR_BODY_KEPT as usize);
+            let text = String::from_utf8_lossy(&start).trim().to_string();
+            run.last_error = (!text.is_empty()).then_some(text);
             run.keep_failed_body(kept, limit);
         }
         if matches!(judged, Judged::Verdict(Verdict::Success)) {
@@ -960,7 +966,7 @@ mod tests {
                 }
                 Err(phase) => Err(Failure {
                     phase: *phase,
-                    message: "connection reset: token=hunter2".into(),
+                    message: "connection reset: token=hunter2-long".into(),
                 }),
             }
         }
@@ -1080,7 +1086,7 @@ mod tests {
                 ranges: vec![],
             };
             let mut redactor = Redactor::default();
-            redactor.add("hunter2");
+            redactor.add("hunter2-long");
             let looper = Loop {
                 policy: &self.policy,
                 replay: self.replay,

@@ -17,6 +17,8 @@ pub enum Sink {
         released: u64,
         held: Vec<u8>,
         hold: usize,
+        /// The body so far ended without a newline.
+        open_line: bool,
     },
     /// A regular file (or a new one): a temporary file beside it, renamed on success.
     Atomic {
@@ -63,6 +65,7 @@ impl Sink {
             released: 0,
             held: Vec::new(),
             hold: if stream { 0 } else { HOLD },
+            open_line: false,
         }
     }
 
@@ -165,23 +168,30 @@ impl Sink {
                 released,
                 held,
                 hold,
+                open_line,
             } => {
                 // What was written cannot be taken back (see `clean`).
                 debug_assert!(!over || *released == 0);
                 if over {
                     held.clear();
                 }
-                let mut lock = io::stdout().lock();
+                let mut lock = LastByte {
+                    out: io::stdout().lock(),
+                    last: None,
+                };
                 let mut flushed = Flushed(&mut lock);
                 // A stream is flushed as it comes: stdout's line buffer would
                 // keep a piece without a newline from its reader.
                 let out: &mut dyn Write = if *hold == 0 { &mut flushed } else { flushed.0 };
-                let result = hold_then_copy(body, out, held, *hold, released);
-                result.and_then(|n| {
+                let result = hold_then_copy(body, out, held, *hold, released).and_then(|n| {
                     release(out, held, released)?;
                     out.flush().map_err(DeliverError::Write)?;
                     Ok(n)
-                })
+                });
+                if let Some(last) = lock.last {
+                    *open_line = last != b'\n';
+                }
+                result
             }
             Sink::Atomic { file, len, .. } => {
                 if over {
@@ -226,6 +236,18 @@ impl Sink {
             }
             Sink::Stdout { .. } | Sink::Direct { .. } | Sink::Capture { .. } => Ok(()),
         }
+    }
+
+    /// Whether the body written to stdout left its last line open: at a
+    /// terminal, what follows must start on a line of its own.
+    pub fn open_line(&self) -> bool {
+        matches!(
+            self,
+            Sink::Stdout {
+                open_line: true,
+                ..
+            }
+        )
     }
 
     /// Leaves the destination as it was; bytes stdout held back are dropped.
@@ -279,6 +301,26 @@ fn alive(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
     let found = unsafe { libc::kill(pid, 0) } == 0;
     found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// A writer that remembers the last byte it was given.
+struct LastByte<W> {
+    out: W,
+    last: Option<u8>,
+}
+
+impl<W: Write> Write for LastByte<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        if n > 0 {
+            self.last = Some(buf[n - 1]);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// A writer that flushes every write.

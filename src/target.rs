@@ -4,6 +4,11 @@
 
 use ureq::http::Uri;
 
+/// What a typed path or query may hold that a URI may not (besides the
+/// spaces and controls refused outright): encoded as a browser encodes it.
+const NOT_IN_URIS: &percent_encoding::AsciiSet =
+    &percent_encoding::CONTROLS.add(b'<').add(b'>').add(b'`');
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// What is sent: no user-info, no fragment.
@@ -45,6 +50,9 @@ impl Target {
             Some((userinfo, host)) => (Some(percent_decode(userinfo)), host),
             None => (None, authority),
         };
+        // Non-ASCII bytes of the path and query are sent percent-encoded, as
+        // curl does, and so are the ASCII characters no URI may hold raw.
+        let tail = percent_encoding::utf8_percent_encode(tail, NOT_IN_URIS);
         let url = format!("{scheme}://{host_port}{tail}");
         let uri: Uri = url
             .parse()
@@ -123,6 +131,10 @@ mod tests {
         let t = Target::parse("http://al%40ce:p%3Ass@h/").unwrap();
         assert_eq!(t.userinfo.as_deref(), Some("al@ce:p:ss"));
         assert_eq!(t.url, "http://h/");
+        let t = Target::parse("h/café?q=ü").unwrap();
+        assert_eq!(t.url, "http://h/caf%C3%A9?q=%C3%BC");
+        let t = Target::parse("h/a<b>`c").unwrap();
+        assert_eq!(t.url, "http://h/a%3Cb%3E%60c");
         let t = Target::parse("http://[::1]:9/").unwrap();
         assert_eq!(t.origin, "http://[::1]:9");
     }
@@ -143,7 +155,13 @@ mod tests {
 
     #[test]
     fn errors_do_not_leak_credentials() {
-        let err = Target::parse("http://u:hunter2@h:99999/?token=abc").unwrap_err();
-        assert!(!err.contains("hunter2") && !err.contains("abc"), "{err}");
+        for bad in [
+            "http://u:hunter2@h:99999/?token=abc",
+            "u:hunter2@h:1/a b?token=abc",
+            "http://u:hun/ter2@h:1/?token=abc",
+        ] {
+            let err = Target::parse(bad).unwrap_err();
+            assert!(!err.contains("hunter2") && !err.contains("abc"), "{err}");
+        }
     }
 }

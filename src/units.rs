@@ -12,6 +12,9 @@ const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("`{text}`: durations cannot be negative"));
+    }
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());

@@ -122,7 +122,7 @@ fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
                 io::ErrorKind::InvalidData,
                 format!("{} is a symlink, which is never followed", path.display()),
             ),
-            _ => e,
+            _ => io::Error::new(e.kind(), format!("{}: {e}", path.display())),
         })?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
@@ -180,8 +180,10 @@ impl Store for FileStore {
         change: &mut dyn FnMut(&mut ScopeState, Millis),
     ) -> io::Result<()> {
         let base = self.base(scope);
-        let lock = private_file(&Self::with_suffix(&base, ".lock"))?;
-        lock_patiently(&lock, self.patience)?;
+        let lock_path = Self::with_suffix(&base, ".lock");
+        let lock = private_file(&lock_path)?;
+        lock_patiently(&lock, self.patience)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", lock_path.display())))?;
         let path = Self::with_suffix(&base, ".json");
         let mut state = self.read_file(&path);
         let before = state.clone();
@@ -194,7 +196,10 @@ impl Store for FileStore {
             options.write(true).create_new(true).mode(0o600);
             let written = open_regular(&mut options, &temp)
                 .and_then(|mut file| file.write_all(&serde_json::to_vec(&state)?))
-                .and_then(|()| fs::rename(&temp, &path));
+                .and_then(|()| {
+                    fs::rename(&temp, &path)
+                        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+                });
             if written.is_err() {
                 let _ = fs::remove_file(&temp);
             }

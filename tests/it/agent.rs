@@ -346,3 +346,55 @@ fn a_closed_stdout_does_not_crash_agent_mode() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A credential shorter than 8 characters is masked where abide put it, and
+/// nowhere else: it must not corrupt the URL or the body an agent reads.
+#[test]
+fn a_short_credential_never_corrupts_the_answer() {
+    let dir = temp_dir("agent-short-secret");
+    let lab = scripted(vec![
+        Step::new(200)
+            .header("Content-Type", "application/json")
+            .body(r#"{"user":"admin","id":1}"#),
+    ]);
+    let url = format!("{}/v1/items/1", lab.url());
+    let (_, o) = agent_call(&dir, &["-H", "X-Api-Key: 1", "-u", "admin:admin", &url]);
+    assert_eq!(o["url"], url.as_str());
+    assert_eq!(o["body"], serde_json::json!({"user": "admin", "id": 1}));
+    assert_eq!(lab.records()[0].header("x-api-key"), Some("1"));
+}
+
+#[test]
+fn cut_and_binary_bodies_are_said_for_what_they_are() {
+    let dir = temp_dir("agent-bodies");
+    let lab = scripted(vec![Step::new(200).body("x".repeat(1000))]);
+    let (_, o) = agent_call(&dir, &["--max-body", "100", &lab.url()]);
+    assert_eq!(o["body_truncated"], true);
+    assert_eq!(o["body"].as_str().unwrap().len(), 100);
+    let instruction = o["instruction"].as_str().unwrap();
+    for words in ["1000", "--max-body", "-o FILE"] {
+        assert!(instruction.contains(words), "{words}: {instruction}");
+    }
+    // Not UTF-8: base64, and said so, never mojibake.
+    let png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe".to_vec();
+    let lab = scripted(vec![
+        Step::new(200)
+            .header("Content-Type", "image/png")
+            .body(png.clone()),
+    ]);
+    let (_, o) = agent_call(&dir, &[&lab.url()]);
+    assert_eq!(o["body_encoding"], "base64");
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(o["body"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(decoded, png);
+    // A redirect without -L says where it goes.
+    let lab = scripted(vec![Step::new(301).header("Location", "/v2/items")]);
+    let (_, o) = agent_call(&dir, &[&lab.url()]);
+    let instruction = o["instruction"].as_str().unwrap();
+    assert!(
+        instruction.contains("/v2/items") && instruction.contains("-L"),
+        "{instruction}"
+    );
+}

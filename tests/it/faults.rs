@@ -121,7 +121,7 @@ fn a_body_that_breaks_off_before_its_content_length() {
     let server = breaks_off(4 << 20, 2 << 20);
     let run = ends(
         &["--backoff", "10ms", &server.url()],
-        10,
+        11,
         "INCOMPLETE",
         MS(2000),
     );

@@ -428,12 +428,254 @@ fn usage_errors_send_nothing() {
         vec!["--retry-on", "abc", &lab.url()],
         vec!["ftp://example.com/"],
         vec!["-o", "/nonexistent-dir/out", &lab.url()],
+        vec!["--outcome", "/nonexistent-dir/outcomes", &lab.url()],
+        vec!["--log", "/nonexistent-dir/log", &lab.url()],
+        vec!["--rate", "5/s", "--no-state", &lab.url()],
+        vec!["--max-concurrent", "2", "--no-state", &lab.url()],
+        vec!["-H", "X-Note: a\x01b", &lab.url()],
+        vec!["-H", "X-Note: a\x7fb", &lab.url()],
+        vec!["--budget", "-1s", &lab.url()],
+        vec![&lab.url(), "http://example.com/"],
     ] {
         let run = run(&args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains("error"), "{args:?}: {}", run.stderr);
+        // After the message for a person, the one outcome line for a script,
+        // where --outcome says.
+        let lines = format!("{}{}", run.stderr, run.stdout_text());
+        assert_eq!(
+            lines.matches("\"outcome\":\"USAGE_ERROR\"").count(),
+            1,
+            "{args:?}: {lines}"
+        );
     }
     assert_eq!(lab.records().len(), 0);
+}
+
+#[test]
+fn usage_errors_say_what_is_wrong() {
+    let said = |args: &[&str]| run(args).outcome()["reason"].as_str().unwrap().to_string();
+    let two = said(&["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
+    assert!(two.contains("abide takes one URL"), "{two}");
+    let negative = said(&["--budget", "-1s", "h"]);
+    assert!(
+        negative.contains("durations cannot be negative"),
+        "{negative}"
+    );
+    let mut cmd = abide(&["h"]);
+    cmd.env("ABIDE_ATTEMPTS", "zero");
+    let from_env = finish(cmd, b"");
+    assert_eq!(from_env.code, 2);
+    assert!(
+        from_env.stderr.contains("ABIDE_ATTEMPTS=zero"),
+        "{}",
+        from_env.stderr
+    );
+    // A usage line shows no flag the user never typed.
+    let mut cmd = abide(&["--outcome", "none", "h"]);
+    cmd.env("ABIDE_TASK", "t1");
+    let task = finish(cmd, b"");
+    assert_eq!(task.code, 2);
+    let usage = task
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("Usage:"))
+        .unwrap();
+    assert_eq!(usage, "Usage: abide [OPTIONS] <URL>", "{}", task.stderr);
+    // Messages about files and the state directory name the path.
+    let dir = temp_dir("usage-paths");
+    let not_a_dir = dir.join("file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    let state = not_a_dir.join("state");
+    let out = run(&[
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--state-required",
+        "http://127.0.0.1:1/",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let reason = out.outcome()["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains(state.to_str().unwrap()), "{reason}");
+    // The outcome line goes where --outcome says, even for clap's errors.
+    let dir = temp_dir("usage-outcome");
+    let file = dir.join("outcomes.jsonl");
+    let run = run(&[
+        "--outcome",
+        file.to_str().unwrap(),
+        "--attempts",
+        "zero",
+        "h",
+    ]);
+    assert_eq!(run.code, 2);
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("\"USAGE_ERROR\""), "{written}");
+}
+
+#[test]
+fn requests_are_sent_as_the_user_meant_them() {
+    let lab = scripted(vec![Step::new(200)]);
+    for method in ["POST", "PUT", "PATCH"] {
+        let run = run(&["-X", method, &lab.url()]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    for sent in lab.records() {
+        assert_eq!(sent.header("content-length"), Some("0"), "{}", sent.method);
+        assert_eq!(sent.header("transfer-encoding"), None, "{}", sent.method);
+    }
+    // Default headers go when -H "Name:" says so, Accept and Accept-Encoding included.
+    let lab = scripted(vec![Step::new(200)]);
+    let run = run(&[
+        "-H",
+        "Accept:",
+        "-H",
+        "Accept-Encoding:",
+        "-H",
+        "User-Agent:",
+        &lab.url(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let sent = &lab.records()[0];
+    for name in ["accept", "accept-encoding", "user-agent"] {
+        assert_eq!(sent.header(name), None, "{name}");
+    }
+    let run = super::util::run(&[&lab.url()]);
+    assert_eq!(run.code, 0);
+    assert_eq!(lab.records()[1].header("accept"), Some("*/*"));
+    // Non-ASCII in the path and query is percent-encoded, as curl does.
+    let run = super::util::run(&[&format!("{}/caf\u{e9}?q=\u{fc}", lab.url())]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lab.records()[2].path, "/caf%C3%A9?q=%C3%BC");
+    // -o - is stdout.
+    let dir = temp_dir("dash-output");
+    let lab = scripted(vec![Step::new(200).body("to stdout")]);
+    let mut cmd = abide(&["-o", "-", &lab.url()]);
+    cmd.current_dir(&dir);
+    let run = finish(cmd, b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "to stdout");
+    assert!(files_in(&dir).is_empty(), "{:?}", files_in(&dir));
+}
+
+#[test]
+fn redirects_are_followed_as_curl_follows_them() {
+    // 307 and 308 re-send the method and the body: the server did not act on it.
+    for status in [307, 308] {
+        let lab = scripted(vec![
+            Step::new(status).header("Location", "/v1/x/"),
+            Step::new(201).body("made"),
+        ]);
+        let out = run(&[
+            "-L",
+            "-u",
+            "ann:pw",
+            "-H",
+            "Cookie: s=1",
+            "-d",
+            "a=1",
+            &format!("{}/v1/x", lab.url()),
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.outcome()["status"], 201);
+        let sent = lab.records();
+        assert_eq!(sent.len(), 2);
+        assert_eq!(
+            (sent[1].method.as_str(), sent[1].path.as_str()),
+            ("POST", "/v1/x/")
+        );
+        assert_eq!(sent[1].body, b"a=1");
+        // The same origin keeps the credentials and the cookie.
+        assert_eq!(sent[1].header("authorization"), Some("Basic YW5uOnB3"));
+        assert_eq!(sent[1].header("cookie"), Some("s=1"));
+    }
+    // 303 (and 301/302 after a POST) turn it into a GET without a body or its type.
+    let lab = scripted(vec![
+        Step::new(303).header("Location", "/done"),
+        Step::new(200),
+    ]);
+    let out = run(&["-L", "--json", "{}", &lab.url()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = &lab.records()[1];
+    assert_eq!(sent.method, "GET");
+    assert!(sent.body.is_empty());
+    assert_eq!(sent.header("content-type"), None);
+    // A POST answered 303 may have been applied: a failure on the way to
+    // the result never sends it again.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let lab = scripted(vec![
+        Step::new(303).header("Location", format!("http://{closed}/result")),
+    ]);
+    let out = run(&["-L", "-d", "a=1", "--backoff", "10ms", &lab.url()]);
+    assert_eq!(
+        out.outcome()["outcome"],
+        "SIDE_EFFECT_UNKNOWN",
+        "{}",
+        out.stderr
+    );
+    assert_eq!(lab.records().len(), 1);
+    // Another origin gets neither.
+    let other = scripted(vec![Step::new(200)]);
+    let lab = scripted(vec![
+        Step::new(302).header("Location", format!("{}/there", other.url())),
+    ]);
+    let out = run(&["-L", "-u", "ann:pw", "-H", "Cookie: s=1", &lab.url()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = &other.records()[0];
+    assert_eq!(sent.header("authorization"), None);
+    assert_eq!(sent.header("cookie"), None);
+    // A Retry-After on a redirect is waited before following it.
+    let lab = scripted(vec![
+        Step::new(302)
+            .header("Location", "/later")
+            .header("Retry-After-Ms", "300"),
+        Step::new(200),
+    ]);
+    let out = run(&["-L", &lab.url()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = lab.records();
+    assert!(gaps(&sent)[0] >= MS(300), "{:?}", gaps(&sent));
+    // A wait longer than the attempt may take is not cut short, nor
+    // ignored by retrying at once: it ends the run, naming -m.
+    let lab = scripted(vec![
+        Step::new(302)
+            .header("Location", "/later")
+            .header("Retry-After", "30"),
+    ]);
+    let out = run(&["-L", "-m", "1s", &lab.url()]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.outcome()["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("-m/--max-time")
+    );
+    assert_eq!(lab.records().len(), 1);
+    // Without -L, the outcome says where it points.
+    let lab = scripted(vec![Step::new(302).header("Location", "/next")]);
+    let out = run(&[&lab.url()]);
+    let instruction = out.outcome()["instruction"].as_str().unwrap().to_string();
+    assert!(
+        instruction.contains("/next") && instruction.contains("-L"),
+        "{instruction}"
+    );
+}
+
+#[test]
+fn failures_that_waiting_cannot_fix_end_at_once() {
+    let run = run(&["--backoff", "10ms", "http://no-such-host.invalid/"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    let o = run.outcome();
+    assert_eq!(o["outcome"], "NON_RETRYABLE");
+    assert_eq!(o["attempts"], 1);
+    assert!(
+        o["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("check the host name"),
+        "{o}"
+    );
 }
 
 #[test]
@@ -513,6 +755,17 @@ fn proxies_user_agents_and_ca_files() {
     let mut cmd = abide(&["--attempts", "1", &lab.url()]);
     cmd.env("http_proxy", &proxy).env("HTTP_PROXY", &proxy);
     assert_eq!(finish(cmd, b"").code, 4);
+    // A SOCKS proxy too, with ureq's connectors or with the --cacert ones.
+    let socks = proxy.replace("http://", "socks5://");
+    let dir = temp_dir("socks-cacert");
+    let (cert, _) = self_signed(&dir, "ca");
+    for extra in [&[][..], &["--cacert", cert.to_str().unwrap()]] {
+        let out =
+            super::util::run(&[&["-x", &socks, "--attempts", "1"], extra, &[&lab.url()]].concat());
+        assert_eq!(out.code, 4, "{extra:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        assert_eq!(out.outcome()["error"], "connection refused");
+    }
     assert_eq!(lab.records().len(), 1, "nothing went around the proxy");
 
     // A CA file that is not PEM is a usage error, before anything is sent.
@@ -522,4 +775,39 @@ fn proxies_user_agents_and_ca_files() {
     let run = super::util::run(&["--cacert", bad.to_str().unwrap(), &lab.url()]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(lab.records().len(), 1);
+}
+
+#[test]
+fn a_self_signed_cacert_is_trusted_as_curl_trusts_it() {
+    let dir = temp_dir("self-signed");
+    let server = tls_server(&dir);
+    let cacert = server.cert.to_str().unwrap();
+    let out = run(&["--no-state", "--cacert", cacert, &server.url]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout_text(), "ok");
+    // Without it, or with another certificate, the refusal is final and says so.
+    let (other, _) = self_signed(&dir, "other");
+    let others = [
+        vec![],
+        vec!["--cacert", other.to_str().unwrap()],
+        // The operating system's store does not hold it either.
+        vec!["--ca-native"],
+    ];
+    for extra in others {
+        let out = run(&[
+            &["--no-state", "--backoff", "10ms"],
+            &extra[..],
+            &[&server.url],
+        ]
+        .concat());
+        assert_eq!(out.code, 3, "{extra:?}: {}", out.stderr);
+        let o = out.outcome();
+        assert_eq!(o["attempts"], 1, "{o}");
+        let instruction = o["instruction"].as_str().unwrap();
+        assert!(
+            instruction.contains("pass --cacert or fix the certificate"),
+            "{o}"
+        );
+        assert!(!o["error"].as_str().unwrap().contains("Other("), "{o}");
+    }
 }

@@ -23,10 +23,12 @@ const HEADERS: [&str; 8] = [
     "Proxy-Authorization: Basic s3cr3t-proxy",
 ];
 
-/// `base` with user-info and secret query values.
+/// `base` with user-info and secret query values, some of them under names
+/// that are encoded, `;`-separated or short.
 fn url(base: &str) -> String {
     format!(
-        "{}/v1/items?token=s3cr3t-token&api_key=s3cr3t-query&sig=s3cr3t-sig&page=2",
+        "{}/v1/items?token=s3cr3t-token&api_key=s3cr3t-query&sig=s3cr3t-sig&page=2\
+         &jwt=s3cr3t-jwt;access_token=s3cr3t-semi&api%5Fkey=s3cr3t-encoded&pass=s3cr3t-pass",
         base.replace("http://", "http://ann:s3cr3t-userinfo@")
     )
 }
@@ -160,10 +162,26 @@ fn usage_errors_mask_credentials_in_the_url() {
         "http://ann:s3cr3t-userinfo@[::1/?token=s3cr3t-token",
         "ftp://ann:s3cr3t-userinfo@127.0.0.1/?token=s3cr3t-token",
         "http://ann:s3cr3t-userinfo@127.0.0.1/a b?token=s3cr3t-token",
+        // No scheme, a `/` in the password, a token in the fragment.
+        "ann:s3cr3t-userinfo@127.0.0.1:1/a b",
+        "http://ann:pa/ss-s3cr3t@127.0.0.1:1/a b",
+        "http://127.0.0.1:1/a b#access_token=s3cr3t-fragment",
     ] {
-        let run = run_with(&["-v"], target);
-        assert_eq!(run.code, 2, "{target}: {}", run.stderr);
-        assert_run_clean(target, &run);
+        for mode in [&["-v"][..], &["--agent"]] {
+            let run = run_with(mode, target);
+            assert_eq!(run.code, 2, "{target}: {}", run.stderr);
+            assert_run_clean(target, &run);
+        }
+    }
+    // A second URL, quoted back by clap.
+    for mode in ["-v", "--agent"] {
+        let out = run(&[
+            mode,
+            "http://127.0.0.1:1/",
+            "http://ann:s3cr3t-second@127.0.0.1:1/",
+        ]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert_run_clean("a second URL", &out);
     }
     // A usage error found after the headers were read.
     let run = run_with(&["--outcome", "stdout"], &url("http://127.0.0.1:1"));
@@ -247,4 +265,56 @@ fn the_agent_object_and_the_audit_log_mask_credentials() {
     let run = run_with(&["--agent", "--budget", "soon"], &url(&lab.url()));
     assert_eq!(run.code, 2);
     assert_run_clean("agent usage error", &run);
+}
+
+/// A secret the server echoes across a cut (the outcome's first 256 bytes
+/// of an error body, the agent body at --max-body) or in its JSON-escaped or
+/// percent-encoded form is masked whole: masked first, then cut.
+#[test]
+fn secrets_are_masked_before_the_cut_and_in_every_spelling() {
+    let token = "s3cr3tTOKEN_0123456789abcdef";
+    let auth = format!("Authorization: Bearer {token}");
+    let dir = temp_dir("secrets-cut");
+    let log = dir.join("audit.jsonl");
+    // The token crosses byte 256 of the error body.
+    let echoed = format!("{}Bearer {token} and more", "x".repeat(240));
+    let lab = scripted(vec![Step::new(401).body(echoed.clone())]);
+    let out = run(&["-H", &auth, "--log", log.to_str().unwrap(), &lab.url()]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert_run_clean("an error cut at 256 bytes", &out);
+    assert!(!out.outcome()["error"].as_str().unwrap().contains("s3cr3t"));
+    assert_clean("the --log", &std::fs::read_to_string(&log).unwrap());
+    // The agent body, cut at --max-body inside the token.
+    let lab = scripted(vec![Step::new(200).body(echoed)]);
+    let out = run(&[
+        "--agent",
+        "--no-state",
+        "--max-body",
+        "260",
+        "-H",
+        &auth,
+        &lab.url(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_run_clean("an agent body cut at --max-body", &out);
+    // Masked first, the body fits in --max-body: it is there whole.
+    let object: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        object["body"].as_str().unwrap().ends_with("*** and more"),
+        "{object}"
+    );
+    assert_eq!(object["body_truncated"], false);
+
+    // A secret with a quote and a backslash, echoed in JSON and in a URL.
+    let key = r#"s3cr3t"key\with-quote"#;
+    let header = format!("X-Api-Key: {key}");
+    let json = serde_json::json!({ "you_sent": key }).to_string();
+    let encoded = "s3cr3t%22key%5Cwith-quote";
+    for body in [json, format!("see /keys?k={encoded}")] {
+        let lab = scripted(vec![Step::new(400).body(body.clone())]);
+        for mode in [&["-v"][..], &["--agent", "--no-state"]] {
+            let out = run(&[mode, &["-H", &header, &lab.url()]].concat());
+            assert_run_clean(&body, &out);
+        }
+    }
 }

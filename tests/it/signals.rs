@@ -91,6 +91,11 @@ fn a_signal_during_a_wait_ends_the_run_and_keeps_the_servers_delay() {
         assert_eq!(o["history"][0]["status"], 429);
         assert_eq!(lab.records().len(), 1, "nothing sent after the signal");
         assert!(files_in(&out).is_empty(), "{:?}", files_in(&out));
+        // The instruction names the time the server gave.
+        let at = o["next_allowed_at"]
+            .as_str()
+            .expect("the server's delay is kept");
+        assert!(o["instruction"].as_str().unwrap().contains(at), "{o}");
 
         // The delay was published before the wait: the next run waits for
         // the scope's gate, and a signal ends that wait too, nothing sent.

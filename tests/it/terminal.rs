@@ -329,6 +329,11 @@ fn off_a_terminal_stderr_is_the_outcome_line_alone() {
         "/dev/null",
         &trickle(8, 4096, Duration::from_millis(100)),
     ]);
+    // A usage error too: its message is in the line's reason.
+    let usage = run(&["--budget", "soon", &lab.url()]);
+    assert_eq!(usage.code, 2);
+    assert_eq!(usage.stderr.lines().count(), 1, "{}", usage.stderr);
+    assert_eq!(usage.outcome()["outcome"], "USAGE_ERROR");
     for run in [waited, slow] {
         assert_eq!(run.code, 0, "{}", run.stderr);
         assert_eq!(
@@ -340,4 +345,31 @@ fn off_a_terminal_stderr_is_the_outcome_line_alone() {
         assert_eq!(run.outcome()["outcome"], "SUCCEEDED");
     }
     assert_eq!(lab.records().len(), 2);
+}
+
+#[test]
+fn the_outcome_line_starts_on_its_own_line_after_an_open_body() {
+    let lab = scripted(vec![Step::new(200).body("no newline at the end")]);
+    let dir = temp_dir("terminal-open-line");
+    let pane = Pane::run(&dir, &[&lab.url()]);
+    let (code, screen) = pane.finished();
+    assert_eq!(code, 0, "{}", screen.join("\n"));
+    assert_eq!(screen[0], "no newline at the end", "{}", screen.join("\n"));
+    let outcome: Value = serde_json::from_str(&screen[1]).expect("the outcome line, whole");
+    assert_eq!(outcome["outcome"], "SUCCEEDED");
+}
+
+#[test]
+fn a_usage_error_at_a_terminal_is_said_then_leaves_its_outcome_line() {
+    let dir = temp_dir("terminal-usage");
+    let pane = Pane::run(&dir, &["--budget", "soon", "http://127.0.0.1:1/"]);
+    let (code, screen) = pane.finished();
+    assert_eq!(code, 2, "{}", screen.join("\n"));
+    assert!(
+        screen[0].starts_with("error: invalid value 'soon'"),
+        "{}",
+        screen.join("\n")
+    );
+    let outcome: Value = serde_json::from_str(screen.last().unwrap()).expect("the outcome line");
+    assert_eq!(outcome["outcome"], "USAGE_ERROR");
 }

@@ -639,3 +639,87 @@ pub fn sha256(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// An HTTPS server on 127.0.0.1 (python3's ssl module) with a fresh
+/// self-signed certificate (`openssl req -x509`, so CA:TRUE) for 127.0.0.1,
+/// answering every GET with 200 `ok`; stopped when dropped.
+pub struct TlsServer {
+    pub url: String,
+    /// The server's certificate, PEM.
+    pub cert: PathBuf,
+    child: Child,
+}
+
+/// A self-signed certificate and its key in `dir`, as `openssl req -x509` makes them.
+pub fn self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs (the TLS tests need it)");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    (cert, key)
+}
+
+pub fn tls_server(dir: &Path) -> TlsServer {
+    let (cert, key) = self_signed(dir, "server");
+    let script = r#"
+import http.server, ssl, sys
+class Ok(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Ok)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = tls.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .arg(&cert)
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (the TLS tests need it)");
+    let mut port = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    TlsServer {
+        url: format!("https://127.0.0.1:{}/", port.trim()),
+        cert,
+        child,
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
