@@ -1,7 +1,7 @@
 //! The generated files are current and complete, and `--help` reads well at
 //! 80 and 100 columns.
 
-use abide::docs::{Generate, OUTCOME_FIELDS};
+use abide::cli::docs::{Generate, OUTCOME_FIELDS};
 use abide::lab::Step;
 use clap::ValueEnum;
 

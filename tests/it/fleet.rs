@@ -107,7 +107,7 @@ fn a_slow_redis_costs_one_timeout() {
 #[cfg_attr(no_redis_server, ignore = "redis-server is not installed")]
 fn a_record_with_times_past_year_9999_in_redis_crashes_no_run() {
     let redis = RedisServer::private();
-    let key = format!("abide:v1:{{{}}}:state", abide::store::scope_hash("far"));
+    let key = format!("abide:v1:{{{}}}:state", abide::state::scope_hash("far"));
     let huge = 18_000_000_000_000_000_000u64;
     let record = serde_json::json!({ "next_allowed_at": huge, "rate_tat": huge });
     let mut con = redis::Client::open(redis.url.as_str())

@@ -6,13 +6,13 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use abide::decision::{
+use abide::report::outcome::Kind;
+use abide::rules::decision::{
     Draw, Next, Observation, Phase, Policy, Progress, Replay, Verdict, WaitCause, classify,
     next_step, opened_breaker, scope_step,
 };
-use abide::delay::{self, DelaySource, MAX_SERVER_DELAY, ServerDelay};
-use abide::outcome::Kind;
-use abide::scope::{GateCause, Level, Wait as ScopeWait};
+use abide::rules::delay::{self, DelaySource, MAX_SERVER_DELAY, ServerDelay};
+use abide::rules::scope::{GateCause, Level, Wait as ScopeWait};
 use proptest::prelude::*;
 
 /// Durations from nothing to past any budget, weighted towards the small.

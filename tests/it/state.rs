@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use abide::lab::Step;
-use abide::store::scope_hash;
+use abide::state::scope_hash;
 
 use crate::util::*;
 
@@ -66,7 +66,7 @@ fn a_full_scope_refuses_a_new_task_and_keeps_the_old_keys() {
             serde_json::json!({
                 "task": scope_hash(&format!("old-{i}")),
                 "key": format!("key-{i}"),
-                "expires": abide::scope::LATEST,
+                "expires": abide::rules::scope::LATEST,
             })
         })
         .collect();

@@ -4,11 +4,20 @@
 //! durations. A store that fails is noted and the run goes on without it:
 //! shared state must never stop the traffic it protects.
 
+pub mod file;
+pub mod redis;
+pub mod store;
+
+pub use file::FileStore;
+pub use redis::RedisStore;
+pub use store::{Slot, Store, scope_hash};
+
 use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::scope::{self, Admission, BreakerNews, Lesson, Level, Millis, ScopePolicy, ScopeState};
-use crate::store::{Slot, Store};
+use crate::rules::scope::{
+    self, Admission, BreakerNews, Lesson, Level, Millis, ScopePolicy, ScopeState,
+};
 
 /// Wall-clock time in milliseconds, rounded down: compared with a gate, it
 /// never says the gate has opened early.
@@ -265,7 +274,7 @@ impl Shared {
     /// error says why the state cannot keep it.
     pub fn task_key(&self, task: &str, fresh: &str, ttl: Duration) -> Result<String, String> {
         // Kept by hash: a task id may say more than it should.
-        let task = crate::store::scope_hash(task);
+        let task = crate::state::scope_hash(task);
         let mut key = None;
         let stored =
             self.update(&mut |state, now| key = scope::task_key(state, &task, fresh, now, ttl));

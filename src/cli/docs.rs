@@ -11,7 +11,7 @@ use clap_mangen::Man;
 use roff::{Roff, bold, roman};
 
 use crate::cli;
-use crate::outcome::Kind;
+use crate::report::outcome::Kind;
 
 /// What `--generate` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,8 +7,8 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::outcome::Line;
 use crate::redact::Redactor;
+use crate::report::outcome::Line;
 
 #[derive(Serialize)]
 pub struct AgentObject<'a> {

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use crate::decision::{Policy, Wait, WaitCause};
-use crate::delay::{self, ServerDelay};
-use crate::http::Limits;
-use crate::outcome::{rfc3339, status_text};
-use crate::scope::{self, BreakerNews, GateCause, Level};
+use crate::edge::http::Limits;
+use crate::report::outcome::{rfc3339, status_text};
+use crate::rules::decision::{Policy, Wait, WaitCause};
+use crate::rules::delay::{self, ServerDelay};
+use crate::rules::scope::{self, BreakerNews, GateCause, Level};
 use crate::units::size_text;
 
 /// An error message longer than this is cut in the countdown, which must fit
@@ -287,7 +287,7 @@ fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delay::DelaySource;
+    use crate::rules::delay::DelaySource;
 
     const S: fn(u64) -> Duration = Duration::from_secs;
     const MS: fn(u64) -> Duration = Duration::from_millis;

@@ -3,6 +3,8 @@
 //! UPPERCASE value name, values parsed by `value_parser` functions so that a
 //! bad value is a usage error naming the flag.
 
+pub mod docs;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,7 +13,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::outcome::Kind;
+use crate::report::outcome::Kind;
 use crate::units::parse_duration;
 
 const REQUEST: &str = "Request";
@@ -44,7 +46,7 @@ pub struct Cli {
 
     /// Print the man page or a shell completion script (see scripts/generate-docs).
     #[arg(long, value_name = "KIND", hide = true, conflicts_with = "url")]
-    pub generate: Option<crate::docs::Generate>,
+    pub generate: Option<crate::cli::docs::Generate>,
 
     #[command(flatten)]
     pub request: RequestArgs,
@@ -69,7 +71,7 @@ pub enum Command {
     /// Show in ten seconds what abide does, against a lab started in-process.
     Demo,
     /// Serve abide as a Model Context Protocol tool (http_request) on stdio.
-    Mcp(crate::mcp::McpArgs),
+    Mcp(crate::app::mcp::McpArgs),
 }
 
 #[derive(Args, Debug, Default)]

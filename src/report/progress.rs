@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use console::Term;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 
-use crate::http::{Failure, Limits, Reply, Transport};
-use crate::narrate::{Ended, Narrator};
+use crate::edge::http::{Failure, Limits, Reply, Transport};
 use crate::plan::Plan;
-use crate::resume;
-use crate::retry::Event;
+use crate::report::narrate::{Ended, Narrator};
+use crate::rules::resume;
+use crate::run::Event;
 
 /// Redraw interval: the countdown's tenths of a second move every tick.
 const TICK: Duration = Duration::from_millis(100);

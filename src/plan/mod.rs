@@ -2,6 +2,8 @@
 //! sends it, the policy, and what must never be shown (the redactor).
 //! Every mistake found here is a usage error, before anything is sent.
 
+pub mod target;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
@@ -10,13 +12,13 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use crate::cli::{Cli, Header};
-use crate::decision::{Policy, Replay};
-use crate::http::{Body, Request, Settings};
-use crate::outcome::Context;
+use crate::edge::http::{Body, Request, Settings};
+use crate::plan::target::Target;
 use crate::redact::{self, Redactor};
-use crate::scope::ScopePolicy;
-use crate::store::FileStore;
-use crate::target::Target;
+use crate::report::outcome::Context;
+use crate::rules::decision::{Policy, Replay};
+use crate::rules::scope::ScopePolicy;
+use crate::state::FileStore;
 
 /// Where scope state is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +123,7 @@ const VOLATILE: [&str; 7] = [
 /// a secret and the state is shared.
 pub fn endpoint(request: &Request) -> String {
     let url = request.url.split(['?', '#']).next().unwrap_or_default();
-    crate::store::scope_hash(&format!("{} {url}", request.method))
+    crate::state::scope_hash(&format!("{} {url}", request.method))
 }
 
 /// Length-prefixed fields, so that no two different requests hash alike.
@@ -244,7 +246,10 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     };
     headers.push(("Accept".into(), accept.into()));
     if r.compressed {
-        headers.push(("Accept-Encoding".into(), crate::decode::ACCEPTED.into()));
+        headers.push((
+            "Accept-Encoding".into(),
+            crate::edge::decode::ACCEPTED.into(),
+        ));
     }
     let credentials = match (&r.user, &target.userinfo) {
         (Some(user), _) => Some(user.clone()),
@@ -371,7 +376,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             .map(Backend::Files),
     };
     let scope_policy = ScopePolicy {
-        rate_interval: sc.rate.map(|r| crate::scope::spacing(r.interval)),
+        rate_interval: sc.rate.map(|r| crate::rules::scope::spacing(r.interval)),
         breaker_threshold: sc.breaker,
         // An open breaker is a backoff the scope shares: it starts where the
         // run's own does.
@@ -508,7 +513,7 @@ struct Spool {
 
 impl Spool {
     fn add(&mut self, from: &mut dyn Read) -> io::Result<()> {
-        let mut buf = vec![0u8; crate::http::BUFFER];
+        let mut buf = vec![0u8; crate::edge::http::BUFFER];
         loop {
             if Instant::now() > self.deadline {
                 return Err(io::Error::other("it did not end within the budget"));

@@ -9,9 +9,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::decision::StopWhy;
-use crate::delay::ServerDelay;
-use crate::scope;
+use crate::rules::decision::StopWhy;
+use crate::rules::delay::ServerDelay;
+use crate::rules::scope;
 
 /// Every way a run can end. The exit code of each lives here and nowhere else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -607,7 +607,7 @@ impl Words<'_> {
                 Some(404 | 410) => format!("{} will not change by retrying; check the URL before calling again.", self.what()),
                 Some(status) if status < 500 => format!("{} will not change by retrying; fix the request before calling again.", self.what()),
                 Some(_) => format!("{} will not change by retrying; report it or try again much later.", self.what()),
-                None => match self.record.error.as_deref().and_then(crate::http::remedy) {
+                None => match self.record.error.as_deref().and_then(crate::edge::http::remedy) {
                     Some(remedy) => format!("Retrying will not help: {remedy} before calling again."),
                     None => format!("{}; retrying will not help, fix the cause first.", self.what()),
                 },
@@ -672,7 +672,7 @@ impl Words<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delay::DelaySource;
+    use crate::rules::delay::DelaySource;
 
     #[test]
     fn exit_codes_are_distinct_and_stable() {

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::delay::MAX_SERVER_DELAY;
+use crate::rules::delay::MAX_SERVER_DELAY;
 
 /// Reset values above this are epoch seconds, not a number of seconds to wait
 /// (a billion seconds is 31 years).

@@ -26,8 +26,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWriteExt;
 
-use crate::agent::AgentObject;
-use crate::outcome::Line;
+use crate::report::agent::AgentObject;
+use crate::report::outcome::Line;
 
 const TOOL: &str = "http_request";
 

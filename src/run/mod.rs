@@ -5,21 +5,21 @@
 use std::io::{self, ErrorKind, Read};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::contract;
-use crate::decision::{
+use crate::edge::http::{self, Failure, Limits, Reply, Transport};
+use crate::edge::sink::{DeliverError, Sink, Start};
+use crate::redact::Redactor;
+use crate::report::outcome::{Attempt, Kind, Record, Why};
+use crate::rules::contract;
+use crate::rules::decision::{
     self, Draw, Next, Observation, Phase, Policy, Progress, Replay, StopWhy, Verdict, Wait,
     WaitCause,
 };
-use crate::delay::{self, ServerDelay};
-use crate::http::{self, Failure, Limits, Reply, Transport};
-use crate::outcome::{Attempt, Kind, Record, Why};
-use crate::ratelimit;
-use crate::redact::Redactor;
-use crate::resume::{self, Continuation};
-use crate::scope::{self, BreakerNews, Lesson};
-use crate::shared::{Admit, Learned, Shared};
-use crate::sink::{DeliverError, Sink, Start};
-use crate::store::Slot;
+use crate::rules::delay::{self, ServerDelay};
+use crate::rules::ratelimit;
+use crate::rules::resume::{self, Continuation};
+use crate::rules::scope::{self, BreakerNews, Lesson};
+use crate::state::Slot;
+use crate::state::{Admit, Learned, Shared};
 use crate::units::size_text;
 
 /// How much of a failed attempt's body is kept (the outcome shows 256 bytes).
@@ -48,12 +48,12 @@ pub trait Sleeper {
     fn cancelled(&self) -> Option<Kind>;
 }
 
-impl Sleeper for crate::cancel::Cancel {
+impl Sleeper for crate::edge::cancel::Cancel {
     fn sleep(&mut self, duration: Duration) -> Result<(), Kind> {
-        crate::cancel::Cancel::sleep(self, duration)
+        crate::edge::cancel::Cancel::sleep(self, duration)
     }
     fn cancelled(&self) -> Option<Kind> {
-        crate::cancel::Cancel::cancelled(self)
+        crate::edge::cancel::Cancel::cancelled(self)
     }
 }
 
@@ -624,7 +624,7 @@ impl Loop<'_> {
             DeliverError::Read(e) => e,
         };
         let held = sink.held();
-        if let Some(dense) = crate::decode::too_dense(&error) {
+        if let Some(dense) = crate::edge::decode::too_dense(&error) {
             return Undelivered::TooDense(format!(
                 "{dense}: stopped after {}, from {} encoded",
                 size_text(held),
@@ -846,8 +846,8 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scope::{Breaker, Millis, Probe, ScopePolicy, ScopeState};
-    use crate::store::Store;
+    use crate::rules::scope::{Breaker, Millis, Probe, ScopePolicy, ScopeState};
+    use crate::state::Store;
     use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
@@ -996,9 +996,9 @@ mod tests {
 
     impl Memory {
         fn now(&self) -> Millis {
-            let now = crate::shared::epoch_millis(self.time.wall());
+            let now = crate::state::epoch_millis(self.time.wall());
             if let Some((at, change)) = self.elsewhere.get()
-                && now >= crate::shared::epoch_millis(epoch()) + at
+                && now >= crate::state::epoch_millis(epoch()) + at
             {
                 change(&mut self.state.borrow_mut());
                 self.elsewhere.set(None);
@@ -1031,7 +1031,7 @@ mod tests {
 
     /// The epoch time of the fake clock's start plus `ms`.
     fn at_ms(ms: u64) -> Millis {
-        crate::shared::epoch_millis(epoch()) + ms
+        crate::state::epoch_millis(epoch()) + ms
     }
 
     impl Case {

@@ -15,9 +15,9 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Slot, Store, decode, scope_hash};
-use crate::scope::{Millis, ScopeState};
-use crate::shared::epoch_millis;
+use super::store::{Slot, Store, decode, scope_hash};
+use crate::rules::scope::{Millis, ScopeState};
+use crate::state::epoch_millis;
 
 pub struct FileStore {
     dir: PathBuf,

@@ -8,7 +8,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// As large as what one read of the response body yields.
-const CHUNK: usize = crate::http::BUFFER;
+const CHUNK: usize = crate::edge::http::BUFFER;
 
 pub enum Sink {
     /// Up to `hold` bytes of a body are held back before any is written, so

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use crate::delay::{self, ServerDelay};
-use crate::outcome::Kind;
-use crate::scope;
+use crate::report::outcome::Kind;
+use crate::rules::delay::{self, ServerDelay};
+use crate::rules::scope;
 
 /// The retry policy as the user set it.
 #[derive(Debug, Clone)]
@@ -392,7 +392,7 @@ pub fn scope_step(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delay::DelaySource;
+    use crate::rules::delay::DelaySource;
 
     fn status(status: u16) -> Observation {
         Observation::Status {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decision::{Observation, Phase};
+use crate::rules::decision::{Observation, Phase};
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = u64;

@@ -1,22 +1,25 @@
 //! The imperative shell: parse, dispatch, run the loop with the real clock,
 //! transport and sinks, write the outcome line, exit with its code.
 
+pub mod demo;
+pub mod mcp;
+
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::agent::AgentObject;
-use crate::audit::Audit;
-use crate::cancel::Cancel;
 use crate::cli::{self, Cli, Command};
-use crate::http::Http;
-use crate::outcome::{Kind, Line, Record, Why};
+use crate::edge::cancel::Cancel;
+use crate::edge::http::Http;
+use crate::edge::sink::Sink;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
-use crate::progress::{self, Progress};
-use crate::retry::{Event, Loop, SystemClock};
-use crate::scope;
-use crate::shared::Shared;
-use crate::sink::Sink;
-use crate::store::{FileStore, RedisStore, Store};
+use crate::report::agent::AgentObject;
+use crate::report::audit::Audit;
+use crate::report::outcome::{Kind, Line, Record, Why};
+use crate::report::progress::{self, Progress};
+use crate::rules::scope;
+use crate::run::{Event, Loop, SystemClock};
+use crate::state::Shared;
+use crate::state::{FileStore, RedisStore, Store};
 
 pub fn main() -> ExitCode {
     let cli = match cli::parse_from(std::env::args_os()) {
@@ -32,11 +35,11 @@ pub fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Some(Command::Lab(args)) => crate::lab::run(args),
-        Some(Command::Demo) => crate::demo::run(),
-        Some(Command::Mcp(args)) => crate::mcp::run(args),
+        Some(Command::Demo) => crate::app::demo::run(),
+        Some(Command::Mcp(args)) => crate::app::mcp::run(args),
         None => match cli.generate {
-            Some(kind) => crate::docs::print(kind),
-            None => Ok(crate::cancel::end_process(fetch(&cli))),
+            Some(kind) => crate::cli::docs::print(kind),
+            None => Ok(crate::edge::cancel::end_process(fetch(&cli))),
         },
     };
     result.unwrap_or_else(|e| {
@@ -420,20 +423,21 @@ fn finish(
     if agent {
         let (bytes, more) =
             captured.unwrap_or_else(|| (record.failed_body.clone(), record.failed_body_truncated));
-        let body = crate::agent::body(&bytes, more, plan.max_body, &plan.redactor);
+        let body = crate::report::agent::body(&bytes, more, plan.max_body, &plan.redactor);
         if body.truncated {
             line.instruction.push(' ');
-            line.instruction.push_str(&crate::agent::truncated_words(
-                plan.max_body,
-                &record.headers,
-            ));
+            line.instruction
+                .push_str(&crate::report::agent::truncated_words(
+                    plan.max_body,
+                    &record.headers,
+                ));
         }
         let object = AgentObject {
             line: &line,
             body: body.value,
             body_truncated: body.truncated,
             body_encoding: body.encoding,
-            headers: crate::agent::headers(&record.headers, &plan.redactor),
+            headers: crate::report::agent::headers(&record.headers, &plan.redactor),
         };
         print_object(&object);
     } else {
@@ -483,7 +487,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             json!({
                 "before_attempt": retry + 1,
                 "wait_ms": scope::millis(wait.duration),
-                "reason": crate::narrate::wait_reason(wait, &plan.policy),
+                "reason": crate::report::narrate::wait_reason(wait, &plan.policy),
             }),
         ),
         Event::Breaker(news) => audit.event("breaker", json!({ "news": format!("{news:?}") })),

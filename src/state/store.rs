@@ -3,18 +3,12 @@
 //! know which backend it talks to. [`file`] keeps the state on this machine;
 //! [`redis`] shares it across machines.
 
-pub mod file;
-pub mod redis;
-
 use std::io;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::scope::{self, Millis, ScopeState};
-
-pub use file::FileStore;
-pub use redis::RedisStore;
+use crate::rules::scope::{self, Millis, ScopeState};
 
 /// A held concurrency slot; dropping it lets another request of the scope in.
 pub struct Slot {

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use redis::{Connection, IntoConnectionInfo, RedisError, Script};
 
-use super::{Slot, Store, decode, scope_hash};
-use crate::scope::{self, Millis, ScopeState};
+use super::store::{Slot, Store, decode, scope_hash};
+use crate::rules::scope::{self, Millis, ScopeState};
 
 /// A transaction that keeps losing to other processes gives up after this
 /// many tries (each takes a few loopback round trips).

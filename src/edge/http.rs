@@ -20,9 +20,9 @@ use ureq::unversioned::transport::{
 };
 use ureq::{Agent, SendBody, Timeout};
 
-use crate::decision::Phase;
-use crate::decode;
-use crate::resume;
+use crate::edge::decode;
+use crate::rules::decision::Phase;
+use crate::rules::resume;
 
 /// What a request carries as its body. Files are streamed on every attempt,
 /// never held in memory; stdin is read once and replayed from memory, or
@@ -169,7 +169,7 @@ impl Http {
         }
         let agent = match (&settings.cacert, ca_certs) {
             (Some(path), Some(certs)) if !settings.insecure => {
-                crate::tls::agent_trusting(config.build(), &certs)
+                crate::edge::tls::agent_trusting(config.build(), &certs)
                     .with_context(|| format!("--cacert {}", path.display()))?
             }
             _ => Agent::with_parts(
@@ -261,7 +261,7 @@ fn attempt(
             .headers()
             .iter()
             .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)));
-        if let Some(wait) = crate::delay::server_delay(headers, SystemTime::now()).delay {
+        if let Some(wait) = crate::rules::delay::server_delay(headers, SystemTime::now()).delay {
             let left = limits.head.saturating_sub(start.elapsed());
             if wait.delay > left {
                 // Retrying at once would ignore the wait; the fix is more time.
@@ -685,11 +685,11 @@ fn timed_out(timeout: Timeout, stall: Duration) -> String {
         Timeout::Connect => "could not connect in time".into(),
         Timeout::PerRead => format!(
             "nothing from the server for {} (--stall)",
-            crate::narrate::span(stall)
+            crate::report::narrate::span(stall)
         ),
         Timeout::PerWrite => format!(
             "the server took nothing of the request for {} (--stall)",
-            crate::narrate::span(stall)
+            crate::report::narrate::span(stall)
         ),
         Timeout::RecvResponse => "no answer from the server in time".into(),
         _ => "the attempt ran out of time".into(),

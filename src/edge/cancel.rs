@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use crate::outcome::Kind;
+use crate::report::outcome::Kind;
 
 /// Shared between the run and the signal watcher thread.
 #[derive(Clone, Default)]
