@@ -1,4 +1,5 @@
-//! Parsers for the units users type on the command line: durations and sizes.
+//! Units as people type and read them: DURATION and SIZE parsers for the
+//! command line, and the words for a span or a size in a sentence.
 //!
 //! A DURATION is a plain number of seconds (`2.5`, as curl) or a number with a
 //! unit `ms`, `s`, `m` or `h` (`500ms`, `3s`, `2m`). The functions return a
@@ -76,6 +77,30 @@ pub fn size_text(bytes: u64) -> String {
     }
     let decimals = if unit == UNITS.len() - 1 { 2 } else { 1 };
     format!("{value:.decimals$} {}", UNITS[unit])
+}
+
+/// A duration for a sentence: `4ms`, `3.21s`, `56.8s`, `2m05s`; precise
+/// where a human can tell the difference, short everywhere else.
+pub fn span(d: Duration) -> String {
+    match d.as_secs_f64() {
+        s if s < 1.0 => format!("{}ms", d.as_millis()),
+        s if s < 10.0 => format!("{s:.2}s"),
+        _ => clock(d, 1),
+    }
+}
+
+/// A ticking time: seconds with `decimals` under a minute, then `2m05s`,
+/// then `1h02m`, so that the line does not jump in width every tick.
+pub fn clock(d: Duration, decimals: usize) -> String {
+    let s = d.as_secs_f64();
+    let whole = d.as_secs();
+    if s < 60.0 {
+        format!("{s:.decimals$}s")
+    } else if whole < 3600 {
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    } else {
+        format!("{}h{:02}m", whole / 3600, whole % 3600 / 60)
+    }
 }
 
 #[cfg(test)]

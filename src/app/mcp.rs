@@ -26,6 +26,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWriteExt;
 
+use crate::cli::McpArgs;
 use crate::report::agent::AgentObject;
 use crate::report::outcome::Line;
 
@@ -33,34 +34,6 @@ const TOOL: &str = "http_request";
 
 /// How long a cancelled call's child has to end cleanly before it is killed.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
-
-/// The flags of `abide mcp`. Every other flag after them is abide's own and
-/// applies to every call.
-#[derive(clap::Args, Debug)]
-#[command(after_help = "Example, as an MCP host's server entry:\n  \
-    {\"command\": \"abide\", \"args\": [\"mcp\", \"--allow-host\", \"api.example.com\", \
-    \"--rate\", \"5/s\", \"--budget\", \"60s\", \"-H\", \"Authorization: Bearer …\"]}")]
-pub struct McpArgs {
-    /// Let the model send writes (POST, PUT, PATCH, DELETE, …); without it
-    /// only GET, HEAD and OPTIONS.
-    #[arg(long = "allow-writes")]
-    pub allow_writes: bool,
-
-    /// A host the model may reach (repeatable): a name or address as in the
-    /// URL, or *.example.com for every subdomain. Without it, any host.
-    #[arg(long = "allow-host", value_name = "PATTERN")]
-    pub allow_hosts: Vec<String>,
-
-    /// abide's flags for every call (--rate, --budget, --attempts, --scope,
-    /// --state, --log, -H, -u, --max-body, …): ceilings the model's arguments
-    /// cannot loosen, and credentials that never pass through the model.
-    #[arg(
-        value_name = "ABIDE FLAGS",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    pub flags: Vec<String>,
-}
 
 pub fn run(args: &McpArgs) -> Result<ExitCode> {
     let server = match Server::new(args) {

@@ -8,16 +8,17 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::{self, Cli, Command};
+use crate::clock::{self, SystemClock};
 use crate::edge::cancel::Cancel;
 use crate::edge::http::Http;
 use crate::edge::sink::Sink;
+use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::report::agent::AgentObject;
 use crate::report::audit::Audit;
-use crate::report::outcome::{Kind, Line, Record, Why};
+use crate::report::outcome::{Line, Record, Why};
 use crate::report::progress::{self, Progress};
-use crate::rules::scope;
-use crate::run::{Event, Loop, SystemClock};
+use crate::run::{Event, Loop};
 use crate::state::Shared;
 use crate::state::{FileStore, RedisStore, Store};
 
@@ -486,7 +487,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             "wait",
             json!({
                 "before_attempt": retry + 1,
-                "wait_ms": scope::millis(wait.duration),
+                "wait_ms": clock::ceil_ms(wait.duration),
                 "reason": crate::report::narrate::wait_reason(wait, &plan.policy),
             }),
         ),

@@ -10,19 +10,8 @@ use clap_complete::Shell;
 use clap_mangen::Man;
 use roff::{Roff, bold, roman};
 
-use crate::cli;
-use crate::report::outcome::Kind;
-
-/// What `--generate` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Generate {
-    Man,
-    CompleteBash,
-    CompleteZsh,
-    CompleteFish,
-    CompletePowershell,
-    CompleteElvish,
-}
+use crate::cli::{self, Generate};
+use crate::exit::Kind;
 
 /// The outcome line's fields in order, with what each means; a test checks
 /// them against a real outcome line, so the man page cannot drift from it.

@@ -13,7 +13,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::report::outcome::Kind;
+use crate::exit::Kind;
 use crate::units::parse_duration;
 
 const REQUEST: &str = "Request";
@@ -46,7 +46,7 @@ pub struct Cli {
 
     /// Print the man page or a shell completion script (see scripts/generate-docs).
     #[arg(long, value_name = "KIND", hide = true, conflicts_with = "url")]
-    pub generate: Option<crate::cli::docs::Generate>,
+    pub generate: Option<Generate>,
 
     #[command(flatten)]
     pub request: RequestArgs,
@@ -71,7 +71,7 @@ pub enum Command {
     /// Show in ten seconds what abide does, against a lab started in-process.
     Demo,
     /// Serve abide as a Model Context Protocol tool (http_request) on stdio.
-    Mcp(crate::app::mcp::McpArgs),
+    Mcp(McpArgs),
 }
 
 #[derive(Args, Debug, Default)]
@@ -631,6 +631,45 @@ fn indent(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// What `--generate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generate {
+    Man,
+    CompleteBash,
+    CompleteZsh,
+    CompleteFish,
+    CompletePowershell,
+    CompleteElvish,
+}
+
+/// The flags of `abide mcp`. Every other flag after them is abide's own and
+/// applies to every call.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example, as an MCP host's server entry:\n  \
+    {\"command\": \"abide\", \"args\": [\"mcp\", \"--allow-host\", \"api.example.com\", \
+    \"--rate\", \"5/s\", \"--budget\", \"60s\", \"-H\", \"Authorization: Bearer …\"]}")]
+pub struct McpArgs {
+    /// Let the model send writes (POST, PUT, PATCH, DELETE, …); without it
+    /// only GET, HEAD and OPTIONS.
+    #[arg(long = "allow-writes")]
+    pub allow_writes: bool,
+
+    /// A host the model may reach (repeatable): a name or address as in the
+    /// URL, or *.example.com for every subdomain. Without it, any host.
+    #[arg(long = "allow-host", value_name = "PATTERN")]
+    pub allow_hosts: Vec<String>,
+
+    /// abide's flags for every call (--rate, --budget, --attempts, --scope,
+    /// --state, --log, -H, -u, --max-body, …): ceilings the model's arguments
+    /// cannot loosen, and credentials that never pass through the model.
+    #[arg(
+        value_name = "ABIDE FLAGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub flags: Vec<String>,
 }
 
 #[cfg(test)]

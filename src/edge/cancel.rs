@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use crate::report::outcome::Kind;
+use crate::exit::Kind;
 
 /// Shared between the run and the signal watcher thread.
 #[derive(Clone, Default)]
@@ -117,6 +117,15 @@ pub fn end_process(kind: Kind) -> ExitCode {
         let _ = signal_hook::low_level::emulate_default_handler(signal);
     }
     ExitCode::from(kind.exit_code())
+}
+
+impl crate::clock::Sleeper for Cancel {
+    fn sleep(&mut self, duration: Duration) -> Result<(), Kind> {
+        Cancel::sleep(self, duration)
+    }
+    fn cancelled(&self) -> Option<Kind> {
+        Cancel::cancelled(self)
+    }
 }
 
 #[cfg(test)]

@@ -15,13 +15,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
-use ureq::unversioned::transport::{
-    Buffers, ConnectionDetails, Connector, DefaultConnector, NextTimeout, Transport as Wire,
-};
+use ureq::unversioned::transport::{Connector, DefaultConnector};
 use ureq::{Agent, SendBody, Timeout};
 
 use crate::edge::decode;
-use crate::rules::decision::Phase;
+use crate::edge::reset::{ResetIsNoEnd, is_reset};
+use crate::rules::attempt::Phase;
 use crate::rules::resume;
 
 /// What a request carries as its body. Files are streamed on every attempt,
@@ -508,75 +507,6 @@ impl<R: Read> Read for Interruptible<R> {
     }
 }
 
-/// A connector whose connections report a TCP reset as an error. ureq
-/// takes a reset for the end of a body that ends when the connection
-/// closes (HTTP/1.0 without Content-Length), and would pass a truncated
-/// body for a whole one; only a clean close (FIN) ends such a body.
-/// The last step of every connector chain abide builds (see `tls` too).
-#[derive(Debug)]
-pub struct ResetIsNoEnd;
-
-impl<In: Wire> Connector<In> for ResetIsNoEnd {
-    type Out = ResetAware<In>;
-
-    fn connect(
-        &self,
-        _: &ConnectionDetails,
-        chained: Option<In>,
-    ) -> Result<Option<ResetAware<In>>, ureq::Error> {
-        Ok(chained.map(ResetAware))
-    }
-}
-
-#[derive(Debug)]
-pub struct ResetAware<T>(T);
-
-/// A reset, in a form ureq does not read as a close.
-#[derive(Debug)]
-struct Reset;
-
-impl std::fmt::Display for Reset {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("connection reset")
-    }
-}
-
-impl std::error::Error for Reset {}
-
-fn is_reset(error: &io::Error) -> bool {
-    error.get_ref().is_some_and(|inner| inner.is::<Reset>())
-}
-
-impl<T: Wire> Wire for ResetAware<T> {
-    fn buffers(&mut self) -> &mut dyn Buffers {
-        self.0.buffers()
-    }
-    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        self.0.transmit_output(amount, timeout)
-    }
-    fn maybe_await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.0.maybe_await_input(timeout).map_err(reset_is_no_end)
-    }
-    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.0.await_input(timeout).map_err(reset_is_no_end)
-    }
-    fn is_open(&mut self) -> bool {
-        self.0.is_open()
-    }
-    fn is_tls(&self) -> bool {
-        self.0.is_tls()
-    }
-}
-
-fn reset_is_no_end(error: ureq::Error) -> ureq::Error {
-    match error {
-        ureq::Error::Io(e) if e.kind() == io::ErrorKind::ConnectionReset => {
-            ureq::Error::Io(io::Error::other(Reset))
-        }
-        other => other,
-    }
-}
-
 /// Sorts a ureq error by whether the server may have seen the request.
 fn failure(error: ureq::Error, limits: Limits) -> Failure {
     use ureq::Error as E;
@@ -685,11 +615,11 @@ fn timed_out(timeout: Timeout, stall: Duration) -> String {
         Timeout::Connect => "could not connect in time".into(),
         Timeout::PerRead => format!(
             "nothing from the server for {} (--stall)",
-            crate::report::narrate::span(stall)
+            crate::units::span(stall)
         ),
         Timeout::PerWrite => format!(
             "the server took nothing of the request for {} (--stall)",
-            crate::report::narrate::span(stall)
+            crate::units::span(stall)
         ),
         Timeout::RecvResponse => "no answer from the server in time".into(),
         _ => "the attempt ran out of time".into(),

@@ -5,5 +5,6 @@
 pub mod cancel;
 pub mod decode;
 pub mod http;
+pub mod reset;
 pub mod sink;
 pub mod tls;

@@ -49,7 +49,7 @@ pub fn agent_trusting(
             .chain(ConnectProxyConnector::default())
             .chain(TcpConnector::default())
             .chain(CaFile { tls: Arc::new(tls) })
-            .chain(crate::edge::http::ResetIsNoEnd);
+            .chain(crate::edge::reset::ResetIsNoEnd);
     Ok(Agent::with_parts(
         config,
         connector,

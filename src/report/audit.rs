@@ -44,7 +44,7 @@ impl Audit {
         line.insert("seq".into(), json!(self.seq));
         line.insert(
             "time".into(),
-            json!(crate::report::outcome::rfc3339(SystemTime::now())),
+            json!(crate::clock::rfc3339(SystemTime::now())),
         );
         line.insert("run".into(), json!(self.run));
         line.insert("event".into(), json!(event));

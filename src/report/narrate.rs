@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
+use crate::clock::rfc3339;
 use crate::edge::http::Limits;
-use crate::report::outcome::{rfc3339, status_text};
+use crate::report::outcome::status_text;
 use crate::rules::decision::{Policy, Wait, WaitCause};
 use crate::rules::delay::{self, ServerDelay};
 use crate::rules::scope::{self, BreakerNews, GateCause, Level};
-use crate::units::size_text;
+use crate::units::{clock, size_text, span};
 
 /// An error message longer than this is cut in the countdown, which must fit
 /// on one terminal line next to the times.
@@ -244,35 +245,11 @@ impl Narrator {
     }
 }
 
-/// A duration for a sentence: `4ms`, `3.21s`, `56.8s`, `2m05s`; precise
-/// where a human can tell the difference, short everywhere else.
-pub fn span(d: Duration) -> String {
-    match d.as_secs_f64() {
-        s if s < 1.0 => format!("{}ms", d.as_millis()),
-        s if s < 10.0 => format!("{s:.2}s"),
-        _ => clock(d, 1),
-    }
-}
-
 /// A duration as a server or a flag stated it: `3s`, `1.5s`, `0.25s`.
 fn plain(d: Duration) -> String {
     let text = format!("{:.3}", d.as_secs_f64());
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}s")
-}
-
-/// A ticking time: seconds with `decimals` under a minute, then `2m05s`,
-/// then `1h02m`, so that the line does not jump in width every tick.
-fn clock(d: Duration, decimals: usize) -> String {
-    let s = d.as_secs_f64();
-    let whole = d.as_secs();
-    if s < 60.0 {
-        format!("{s:.decimals$}s")
-    } else if whole < 3600 {
-        format!("{}m{:02}s", whole / 60, whole % 60)
-    } else {
-        format!("{}h{:02}m", whole / 3600, whole % 3600 / 60)
-    }
 }
 
 fn shorten(text: &str, max: usize) -> String {

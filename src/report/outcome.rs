@@ -9,133 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use crate::clock::{floor_ms, rfc3339};
+use crate::exit::Kind;
 use crate::rules::decision::StopWhy;
 use crate::rules::delay::ServerDelay;
 use crate::rules::scope;
-
-/// Every way a run can end. The exit code of each lives here and nowhere else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Succeeded,
-    InternalError,
-    UsageError,
-    NonRetryable,
-    RetryExhausted,
-    BudgetExhausted,
-    CircuitOpen,
-    SideEffectUnknown,
-    InvalidResponse,
-    NoProgress,
-    /// A body broke off after part of it reached stdout.
-    Incomplete,
-    /// SIGINT.
-    Cancelled,
-    /// SIGTERM, SIGHUP and SIGQUIT: reported as `CANCELLED` too, each with
-    /// the status a shell gives a process its signal ended (128 + signal).
-    Terminated,
-    HungUp,
-    Quit,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 15] = [
-        Kind::Succeeded,
-        Kind::InternalError,
-        Kind::UsageError,
-        Kind::NonRetryable,
-        Kind::RetryExhausted,
-        Kind::BudgetExhausted,
-        Kind::CircuitOpen,
-        Kind::SideEffectUnknown,
-        Kind::InvalidResponse,
-        Kind::NoProgress,
-        Kind::Incomplete,
-        Kind::HungUp,
-        Kind::Cancelled,
-        Kind::Quit,
-        Kind::Terminated,
-    ];
-
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Kind::Succeeded => 0,
-            Kind::InternalError => 1,
-            Kind::UsageError => 2,
-            Kind::NonRetryable => 3,
-            Kind::RetryExhausted => 4,
-            Kind::BudgetExhausted => 5,
-            Kind::CircuitOpen => 6,
-            Kind::SideEffectUnknown => 7,
-            Kind::InvalidResponse => 8,
-            Kind::NoProgress => 9,
-            Kind::Incomplete => 11,
-            Kind::HungUp => 129,
-            Kind::Cancelled => 130,
-            Kind::Quit => 131,
-            Kind::Terminated => 143,
-        }
-    }
-
-    /// The signal that cancelled the run, by which the process ends too.
-    pub fn signal(self) -> Option<i32> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-        match self {
-            Kind::HungUp => Some(SIGHUP),
-            Kind::Cancelled => Some(SIGINT),
-            Kind::Quit => Some(SIGQUIT),
-            Kind::Terminated => Some(SIGTERM),
-            _ => None,
-        }
-    }
-
-    /// The cancellation by `signal`, one of those [`Kind::signal`] names.
-    pub fn cancelled_by(signal: i32) -> Kind {
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.signal() == Some(signal))
-            .unwrap_or(Kind::Cancelled)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Succeeded => "SUCCEEDED",
-            Kind::InternalError => "INTERNAL_ERROR",
-            Kind::UsageError => "USAGE_ERROR",
-            Kind::NonRetryable => "NON_RETRYABLE",
-            Kind::RetryExhausted => "RETRY_EXHAUSTED",
-            Kind::BudgetExhausted => "BUDGET_EXHAUSTED",
-            Kind::CircuitOpen => "CIRCUIT_OPEN",
-            Kind::SideEffectUnknown => "SIDE_EFFECT_UNKNOWN",
-            Kind::InvalidResponse => "INVALID_RESPONSE",
-            Kind::NoProgress => "NO_PROGRESS",
-            Kind::Incomplete => "INCOMPLETE",
-            Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "CANCELLED",
-        }
-    }
-
-    /// One line per exit code, for `--help`, the man page and the README.
-    pub fn meaning(self) -> &'static str {
-        match self {
-            Kind::Succeeded => "a 2xx answer (or a 3xx without -L)",
-            Kind::InternalError => "abide itself failed (e.g. could not write -o FILE)",
-            Kind::UsageError => "bad flag, URL or header; nothing was sent",
-            Kind::NonRetryable => "a 4xx/5xx, unknown host or refused certificate",
-            Kind::RetryExhausted => "still failing when --attempts ran out",
-            Kind::BudgetExhausted => "the next wait does not fit --budget or --max-wait",
-            Kind::CircuitOpen => {
-                "a circuit breaker of the scope stays open beyond --budget or --max-wait"
-            }
-            Kind::SideEffectUnknown => "a write may have been applied; not replayed",
-            Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
-            Kind::NoProgress => "the same failing request again; refused unsent",
-            Kind::Incomplete => "the body broke off after part of it reached stdout",
-            Kind::HungUp => "hung up (SIGHUP); abide then ends by the signal",
-            Kind::Cancelled => "interrupted by SIGINT; abide then ends by the signal",
-            Kind::Quit => "quit (SIGQUIT); abide then ends by the signal",
-            Kind::Terminated => "terminated by SIGTERM; abide then ends by the signal",
-        }
-    }
-}
 
 /// One attempt, as the run saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -251,20 +129,9 @@ pub struct HistoryEntry {
     pub elapsed_ms: u64,
 }
 
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 /// Seconds with millisecond precision, so `1.5` stays `1.5` in JSON.
 fn seconds(d: Duration) -> f64 {
-    ms(d) as f64 / 1000.0
-}
-
-/// RFC 3339 in UTC; a time past year 9999, which it cannot write, as the
-/// last moment it can.
-pub fn rfc3339(t: SystemTime) -> String {
-    let latest = std::time::UNIX_EPOCH + Duration::from_millis(scope::LATEST);
-    humantime::format_rfc3339_millis(t.min(latest)).to_string()
+    floor_ms(d) as f64 / 1000.0
 }
 
 impl Line {
@@ -288,8 +155,8 @@ impl Line {
             scope: Some(context.scope.clone()),
             status,
             attempts: record.attempts.len() as u32,
-            elapsed_ms: ms(record.elapsed),
-            waited_ms: ms(record.waited),
+            elapsed_ms: floor_ms(record.elapsed),
+            waited_ms: floor_ms(record.waited),
             retry_after_s: retry_after.map(|d| seconds(d.delay)),
             next_allowed_at: next_allowed_at.clone(),
             idempotency_key: context.idempotency_key.clone(),
@@ -305,8 +172,8 @@ impl Line {
                     status: a.status,
                     error: a.error.clone(),
                     retry_after_s: a.server_delay.map(|d| seconds(d.delay)),
-                    wait_ms: a.wait.map(ms),
-                    elapsed_ms: ms(a.ended_at),
+                    wait_ms: a.wait.map(floor_ms),
+                    elapsed_ms: floor_ms(a.ended_at),
                 })
                 .collect(),
             resumed_bytes: record.resumed,

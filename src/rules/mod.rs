@@ -3,6 +3,7 @@
 //! no clock reads, no threads: time and randomness are arguments, and every
 //! rule is a table row or a property test.
 
+pub mod attempt;
 pub mod contract;
 pub mod decision;
 pub mod delay;

@@ -5,24 +5,12 @@
 //! their single half-open probe. Times are wall-clock milliseconds since the
 //! epoch, because they are shared between processes.
 
+use crate::clock::{LATEST, Millis, ceil_ms};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::decision::{Observation, Phase};
-
-/// Milliseconds since the Unix epoch.
-pub type Millis = u64;
-
-/// The last millisecond of year 9999: the latest time RFC 3339 can write,
-/// and so the latest a record may hold.
-pub const LATEST: Millis = 253_402_300_799_999;
-
-/// Whole milliseconds, rounded up: a time computed from it is never early.
-pub fn millis(d: Duration) -> Millis {
-    let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
-    u64::try_from(ms).unwrap_or(u64::MAX)
-}
+use crate::rules::attempt::{Observation, Phase};
 
 /// The spacing `--rate` keeps between two requests of the scope: the rate's
 /// own interval plus a margin for the jitter between reserving a slot and
@@ -103,7 +91,7 @@ pub fn repeats(state: &ScopeState, fingerprint: &str, now: Millis) -> u32 {
         .repeats
         .iter()
         .find(|r| {
-            r.fingerprint == fingerprint && now.saturating_sub(r.last) <= millis(REPEAT_WINDOW)
+            r.fingerprint == fingerprint && now.saturating_sub(r.last) <= ceil_ms(REPEAT_WINDOW)
         })
         .map_or(0, |r| r.count)
 }
@@ -112,7 +100,7 @@ pub fn repeats(state: &ScopeState, fingerprint: &str, now: Millis) -> u32 {
 pub fn remember(state: &mut ScopeState, fingerprint: &str, failed: bool, now: Millis) {
     let count = repeats(state, fingerprint, now);
     state.repeats.retain(|r| {
-        r.fingerprint != fingerprint && now.saturating_sub(r.last) <= millis(REPEAT_WINDOW)
+        r.fingerprint != fingerprint && now.saturating_sub(r.last) <= ceil_ms(REPEAT_WINDOW)
     });
     if failed {
         state.repeats.push(Repeat {
@@ -146,7 +134,7 @@ pub fn task_key(
     state.tasks.push(TaskKey {
         task: task.to_string(),
         key: fresh.to_string(),
-        expires: now.saturating_add(millis(ttl)).min(LATEST),
+        expires: now.saturating_add(ceil_ms(ttl)).min(LATEST),
     });
     Some(fresh.to_string())
 }
@@ -333,7 +321,7 @@ pub fn admit(
         if matches!(door, Door::HalfOpen) {
             let claim = Probe {
                 holder: me.to_string(),
-                expires: now.saturating_add(millis(policy.probe_ttl)),
+                expires: now.saturating_add(ceil_ms(policy.probe_ttl)),
             };
             match level {
                 Level::Scope => state.breaker.probe = Some(claim),
@@ -356,7 +344,7 @@ pub fn admit(
     }
     let mut at = now;
     if let Some(interval) = policy.rate_interval {
-        let step = millis(interval).max(1);
+        let step = ceil_ms(interval).max(1);
         // Never sooner than one interval after the request another process
         // let go last: a process that woke late for its slot (a loaded
         // machine) pushes the next one back instead of arriving right
@@ -421,7 +409,7 @@ pub fn keep_for(state: &ScopeState, now: Millis) -> Duration {
         state
             .repeats
             .iter()
-            .map(|r| r.last + millis(REPEAT_WINDOW))
+            .map(|r| r.last + ceil_ms(REPEAT_WINDOW))
             .max(),
         state.tasks.iter().map(|t| t.expires).max(),
     ]
@@ -576,7 +564,7 @@ pub fn learn(
 /// `now` plus `delay`, and one millisecond more: `now` is rounded down, and
 /// a moment computed from a server's delay must never be early.
 fn after(now: Millis, delay: Duration) -> Millis {
-    now.saturating_add(millis(delay)).saturating_add(1)
+    now.saturating_add(ceil_ms(delay)).saturating_add(1)
 }
 
 /// Endpoints with nothing to remember are dropped; so are those idle for
@@ -584,7 +572,7 @@ fn after(now: Millis, delay: Duration) -> Millis {
 fn tidy_endpoints(state: &mut ScopeState, now: Millis) {
     state.endpoints.retain(|e| {
         let latest = e.last.max(e.breaker.open_until.unwrap_or(0));
-        e.breaker != Breaker::default() && now.saturating_sub(latest) <= millis(REPEAT_WINDOW)
+        e.breaker != Breaker::default() && now.saturating_sub(latest) <= ceil_ms(REPEAT_WINDOW)
     });
     while state.endpoints.len() > MAX_ENDPOINTS {
         let oldest = (0..state.endpoints.len())
@@ -608,7 +596,7 @@ impl Breaker {
         match said {
             Said::Failed if probing => {
                 // The probe failed: open again, twice as long as last time.
-                let first = millis(policy.breaker_first).max(1);
+                let first = ceil_ms(policy.breaker_first).max(1);
                 let doubled = self.interval.max(first).saturating_mul(2);
                 Some(self.open(doubled, now, server, policy, level))
             }
@@ -617,7 +605,7 @@ impl Breaker {
             Said::Failed => {
                 self.failures = self.failures.saturating_add(1);
                 (self.failures >= policy.breaker_threshold).then(|| {
-                    let first = millis(policy.breaker_first).max(1);
+                    let first = ceil_ms(policy.breaker_first).max(1);
                     self.open(first, now, server, policy, level)
                 })
             }
@@ -650,7 +638,7 @@ impl Breaker {
         policy: &ScopePolicy,
         level: Level,
     ) -> BreakerNews {
-        let interval = interval.min(millis(policy.breaker_cooldown).max(1));
+        let interval = interval.min(ceil_ms(policy.breaker_cooldown).max(1));
         let until = server.map_or(now.saturating_add(interval), |d| after(now, d));
         *self = Breaker {
             failures: 0,
@@ -1072,7 +1060,7 @@ mod tests {
         assert_eq!(s.endpoints[0].endpoint, "ep-36", "the oldest went first");
         learn(&mut s, 200, &lesson(Health::Alive), &p, "a", "ep-99");
         assert_eq!(s.endpoints.len(), MAX_ENDPOINTS - 1, "a success forgets");
-        let later = 100 + millis(REPEAT_WINDOW) + 1;
+        let later = 100 + ceil_ms(REPEAT_WINDOW) + 1;
         learn(
             &mut s,
             later,
@@ -1231,9 +1219,9 @@ mod tests {
         remember(&mut s, "fp-b", true, 4000);
         assert_eq!(repeats(&s, "fp-a", 4000), 3);
         // Ten minutes later the old failures no longer count.
-        assert_eq!(repeats(&s, "fp-a", 3000 + millis(REPEAT_WINDOW) + 1), 0);
-        remember(&mut s, "fp-a", true, 3000 + millis(REPEAT_WINDOW) + 1);
-        assert_eq!(repeats(&s, "fp-a", 3000 + millis(REPEAT_WINDOW) + 1), 1);
+        assert_eq!(repeats(&s, "fp-a", 3000 + ceil_ms(REPEAT_WINDOW) + 1), 0);
+        remember(&mut s, "fp-a", true, 3000 + ceil_ms(REPEAT_WINDOW) + 1);
+        assert_eq!(repeats(&s, "fp-a", 3000 + ceil_ms(REPEAT_WINDOW) + 1), 1);
         // A success resets it.
         remember(&mut s, "fp-b", false, 5000);
         assert_eq!(repeats(&s, "fp-b", 5000), 0);
@@ -1251,7 +1239,7 @@ mod tests {
         assert_eq!(key(&mut s, "t1", "key-1", 0).as_deref(), Some("key-1"));
         assert_eq!(key(&mut s, "t1", "key-2", 1000).as_deref(), Some("key-1"));
         assert_eq!(key(&mut s, "t2", "key-3", 1000).as_deref(), Some("key-3"));
-        let later = millis(day) + 1;
+        let later = ceil_ms(day) + 1;
         assert_eq!(key(&mut s, "t1", "key-4", later).as_deref(), Some("key-4"));
         let forever = task_key(&mut s, "t5", "key-5", 0, Duration::MAX);
         assert_eq!(forever.as_deref(), Some("key-5"));
@@ -1272,7 +1260,7 @@ mod tests {
             Some("k")
         );
         // Room again once keys expire.
-        assert!(task_key(&mut s, "new", "k", millis(day) + 1, day).is_some());
+        assert!(task_key(&mut s, "new", "k", ceil_ms(day) + 1, day).is_some());
     }
 
     #[test]

@@ -3,16 +3,18 @@
 //! sleeping; everything it decides comes from `decision`.
 
 use std::io::{self, ErrorKind, Read};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use crate::clock::{Clock, Sleeper};
 use crate::edge::http::{self, Failure, Limits, Reply, Transport};
 use crate::edge::sink::{DeliverError, Sink, Start};
+use crate::exit::Kind;
 use crate::redact::Redactor;
-use crate::report::outcome::{Attempt, Kind, Record, Why};
+use crate::report::outcome::{Attempt, Record, Why};
+use crate::rules::attempt::{Observation, Phase};
 use crate::rules::contract;
 use crate::rules::decision::{
-    self, Draw, Next, Observation, Phase, Policy, Progress, Replay, StopWhy, Verdict, Wait,
-    WaitCause,
+    self, Draw, Next, Policy, Progress, Replay, StopWhy, Verdict, Wait, WaitCause,
 };
 use crate::rules::delay::{self, ServerDelay};
 use crate::rules::ratelimit;
@@ -24,38 +26,6 @@ use crate::units::size_text;
 
 /// How much of a failed attempt's body is kept (the outcome shows 256 bytes).
 const ERROR_BODY_KEPT: u64 = 256;
-
-pub trait Clock {
-    fn now(&self) -> Instant;
-    fn wall(&self) -> SystemTime;
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-    fn wall(&self) -> SystemTime {
-        SystemTime::now()
-    }
-}
-
-/// Waits, or reports the cancellation that cut the wait short.
-pub trait Sleeper {
-    fn sleep(&mut self, duration: Duration) -> Result<(), Kind>;
-    /// A cancellation that arrived while a request was in flight.
-    fn cancelled(&self) -> Option<Kind>;
-}
-
-impl Sleeper for crate::edge::cancel::Cancel {
-    fn sleep(&mut self, duration: Duration) -> Result<(), Kind> {
-        crate::edge::cancel::Cancel::sleep(self, duration)
-    }
-    fn cancelled(&self) -> Option<Kind> {
-        crate::edge::cancel::Cancel::cancelled(self)
-    }
-}
 
 /// What the loop is doing, for `-v` narration and the progress display.
 #[derive(Debug)]
@@ -846,10 +816,12 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::scope::{Breaker, Millis, Probe, ScopePolicy, ScopeState};
+    use crate::clock::Millis;
+    use crate::rules::scope::{Breaker, Probe, ScopePolicy, ScopeState};
     use crate::state::Store;
     use std::cell::{Cell, RefCell};
     use std::rc::Rc;
+    use std::time::SystemTime;
 
     /// A clock that moves only when the fake sleeper or transport says so.
     #[derive(Clone)]
@@ -996,9 +968,9 @@ mod tests {
 
     impl Memory {
         fn now(&self) -> Millis {
-            let now = crate::state::epoch_millis(self.time.wall());
+            let now = crate::clock::epoch_ms(self.time.wall());
             if let Some((at, change)) = self.elsewhere.get()
-                && now >= crate::state::epoch_millis(epoch()) + at
+                && now >= crate::clock::epoch_ms(epoch()) + at
             {
                 change(&mut self.state.borrow_mut());
                 self.elsewhere.set(None);
@@ -1031,7 +1003,7 @@ mod tests {
 
     /// The epoch time of the fake clock's start plus `ms`.
     fn at_ms(ms: u64) -> Millis {
-        crate::state::epoch_millis(epoch()) + ms
+        crate::clock::epoch_ms(epoch()) + ms
     }
 
     impl Case {

@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::store::{Slot, Store, decode, scope_hash};
-use crate::rules::scope::{Millis, ScopeState};
-use crate::state::epoch_millis;
+use crate::clock::Millis;
+use crate::clock::epoch_ms;
+use crate::rules::scope::ScopeState;
 
 pub struct FileStore {
     dir: PathBuf,
@@ -171,7 +172,7 @@ fn lock_patiently(file: &File, patience: Duration) -> io::Result<()> {
 impl Store for FileStore {
     fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
         let state = self.read_file(&Self::with_suffix(&self.base(scope), ".json"));
-        Ok((state, epoch_millis(std::time::SystemTime::now())))
+        Ok((state, epoch_ms(std::time::SystemTime::now())))
     }
 
     fn update(
@@ -187,7 +188,7 @@ impl Store for FileStore {
         let path = Self::with_suffix(&base, ".json");
         let mut state = self.read_file(&path);
         let before = state.clone();
-        change(&mut state, epoch_millis(std::time::SystemTime::now()));
+        change(&mut state, epoch_ms(std::time::SystemTime::now()));
         if state != before {
             // A new random name, created exclusively: a name known in
             // advance could be planted as a symlink by another user.

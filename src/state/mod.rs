@@ -13,18 +13,11 @@ pub use redis::RedisStore;
 pub use store::{Slot, Store, scope_hash};
 
 use std::cell::RefCell;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use crate::rules::scope::{
-    self, Admission, BreakerNews, Lesson, Level, Millis, ScopePolicy, ScopeState,
-};
+use crate::clock::{self, Millis};
 
-/// Wall-clock time in milliseconds, rounded down: compared with a gate, it
-/// never says the gate has opened early.
-pub fn epoch_millis(t: SystemTime) -> Millis {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-}
+use crate::rules::scope::{self, Admission, BreakerNews, Lesson, Level, ScopePolicy, ScopeState};
 
 /// What the scope says before an attempt, relative to now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,7 +159,7 @@ impl Shared {
         }
         let mut admit = Admit::Go;
         let updated = self.update(&mut |state, now| {
-            let deadline = now.saturating_add(scope::millis(patience));
+            let deadline = now.saturating_add(clock::ceil_ms(patience));
             let admission = scope::admit(
                 state,
                 now,

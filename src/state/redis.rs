@@ -18,7 +18,8 @@ use std::time::Duration;
 use redis::{Connection, IntoConnectionInfo, RedisError, Script};
 
 use super::store::{Slot, Store, decode, scope_hash};
-use crate::rules::scope::{self, Millis, ScopeState};
+use crate::clock::Millis;
+use crate::rules::scope::{self, ScopeState};
 
 /// A transaction that keeps losing to other processes gives up after this
 /// many tries (each takes a few loopback round trips).

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::rules::scope::{self, Millis, ScopeState};
+use crate::clock::{self, Millis};
+
+use crate::rules::scope::ScopeState;
 
 /// A held concurrency slot; dropping it lets another request of the scope in.
 pub struct Slot {
@@ -46,15 +48,15 @@ pub trait Store {
 }
 
 /// Reads a stored record. What is stored is not trusted: a number past
-/// [`scope::LATEST`] (the end of year 9999, the last time an outcome line
+/// [`clock::LATEST`] (the end of year 9999, the last time an outcome line
 /// can say) is read as that, since every number in a record is a time or a
 /// count; so no record, from a bug, another version or another user, can
 /// overflow or crash a run. Anything else malformed is an error.
 pub fn decode(bytes: &[u8]) -> serde_json::Result<ScopeState> {
     fn clamp(value: &mut serde_json::Value) {
         match value {
-            serde_json::Value::Number(n) if n.as_u64().is_some_and(|n| n > scope::LATEST) => {
-                *n = scope::LATEST.into();
+            serde_json::Value::Number(n) if n.as_u64().is_some_and(|n| n > clock::LATEST) => {
+                *n = clock::LATEST.into();
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(clamp),
             serde_json::Value::Object(fields) => fields.values_mut().for_each(clamp),

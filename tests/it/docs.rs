@@ -1,7 +1,8 @@
 //! The generated files are current and complete, and `--help` reads well at
 //! 80 and 100 columns.
 
-use abide::cli::docs::{Generate, OUTCOME_FIELDS};
+use abide::cli::Generate;
+use abide::cli::docs::OUTCOME_FIELDS;
 use abide::lab::Step;
 use clap::ValueEnum;
 

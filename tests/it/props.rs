@@ -6,10 +6,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use abide::report::outcome::Kind;
+use abide::exit::Kind;
+use abide::rules::attempt::{Observation, Phase};
 use abide::rules::decision::{
-    Draw, Next, Observation, Phase, Policy, Progress, Replay, Verdict, WaitCause, classify,
-    next_step, opened_breaker, scope_step,
+    Draw, Next, Policy, Progress, Replay, Verdict, WaitCause, classify, next_step, opened_breaker,
+    scope_step,
 };
 use abide::rules::delay::{self, DelaySource, MAX_SERVER_DELAY, ServerDelay};
 use abide::rules::scope::{GateCause, Level, Wait as ScopeWait};

@@ -66,7 +66,7 @@ fn a_full_scope_refuses_a_new_task_and_keeps_the_old_keys() {
             serde_json::json!({
                 "task": scope_hash(&format!("old-{i}")),
                 "key": format!("key-{i}"),
-                "expires": abide::rules::scope::LATEST,
+                "expires": abide::clock::LATEST,
             })
         })
         .collect();

@@ -1,0 +1,127 @@
+//! Exit codes: every way a run ends, its code, its NAME and its meaning.
+//! A leaf: the rules, the loop, the signals and the docs all name a `Kind`,
+//! and none of them needs the wire format to do so.
+
+/// Every way a run can end. The exit code of each lives here and nowhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Succeeded,
+    InternalError,
+    UsageError,
+    NonRetryable,
+    RetryExhausted,
+    BudgetExhausted,
+    CircuitOpen,
+    SideEffectUnknown,
+    InvalidResponse,
+    NoProgress,
+    /// A body broke off after part of it reached stdout.
+    Incomplete,
+    /// SIGINT.
+    Cancelled,
+    /// SIGTERM, SIGHUP and SIGQUIT: reported as `CANCELLED` too, each with
+    /// the status a shell gives a process its signal ended (128 + signal).
+    Terminated,
+    HungUp,
+    Quit,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 15] = [
+        Kind::Succeeded,
+        Kind::InternalError,
+        Kind::UsageError,
+        Kind::NonRetryable,
+        Kind::RetryExhausted,
+        Kind::BudgetExhausted,
+        Kind::CircuitOpen,
+        Kind::SideEffectUnknown,
+        Kind::InvalidResponse,
+        Kind::NoProgress,
+        Kind::Incomplete,
+        Kind::HungUp,
+        Kind::Cancelled,
+        Kind::Quit,
+        Kind::Terminated,
+    ];
+
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Kind::Succeeded => 0,
+            Kind::InternalError => 1,
+            Kind::UsageError => 2,
+            Kind::NonRetryable => 3,
+            Kind::RetryExhausted => 4,
+            Kind::BudgetExhausted => 5,
+            Kind::CircuitOpen => 6,
+            Kind::SideEffectUnknown => 7,
+            Kind::InvalidResponse => 8,
+            Kind::NoProgress => 9,
+            Kind::Incomplete => 11,
+            Kind::HungUp => 129,
+            Kind::Cancelled => 130,
+            Kind::Quit => 131,
+            Kind::Terminated => 143,
+        }
+    }
+
+    /// The signal that cancelled the run, by which the process ends too.
+    pub fn signal(self) -> Option<i32> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+        match self {
+            Kind::HungUp => Some(SIGHUP),
+            Kind::Cancelled => Some(SIGINT),
+            Kind::Quit => Some(SIGQUIT),
+            Kind::Terminated => Some(SIGTERM),
+            _ => None,
+        }
+    }
+
+    /// The cancellation by `signal`, one of those [`Kind::signal`] names.
+    pub fn cancelled_by(signal: i32) -> Kind {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.signal() == Some(signal))
+            .unwrap_or(Kind::Cancelled)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Succeeded => "SUCCEEDED",
+            Kind::InternalError => "INTERNAL_ERROR",
+            Kind::UsageError => "USAGE_ERROR",
+            Kind::NonRetryable => "NON_RETRYABLE",
+            Kind::RetryExhausted => "RETRY_EXHAUSTED",
+            Kind::BudgetExhausted => "BUDGET_EXHAUSTED",
+            Kind::CircuitOpen => "CIRCUIT_OPEN",
+            Kind::SideEffectUnknown => "SIDE_EFFECT_UNKNOWN",
+            Kind::InvalidResponse => "INVALID_RESPONSE",
+            Kind::NoProgress => "NO_PROGRESS",
+            Kind::Incomplete => "INCOMPLETE",
+            Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "CANCELLED",
+        }
+    }
+
+    /// One line per exit code, for `--help`, the man page and the README.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Kind::Succeeded => "a 2xx answer (or a 3xx without -L)",
+            Kind::InternalError => "abide itself failed (e.g. could not write -o FILE)",
+            Kind::UsageError => "bad flag, URL or header; nothing was sent",
+            Kind::NonRetryable => "a 4xx/5xx, unknown host or refused certificate",
+            Kind::RetryExhausted => "still failing when --attempts ran out",
+            Kind::BudgetExhausted => "the next wait does not fit --budget or --max-wait",
+            Kind::CircuitOpen => {
+                "a circuit breaker of the scope stays open beyond --budget or --max-wait"
+            }
+            Kind::SideEffectUnknown => "a write may have been applied; not replayed",
+            Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
+            Kind::NoProgress => "the same failing request again; refused unsent",
+            Kind::Incomplete => "the body broke off after part of it reached stdout",
+            Kind::HungUp => "hung up (SIGHUP); abide then ends by the signal",
+            Kind::Cancelled => "interrupted by SIGINT; abide then ends by the signal",
+            Kind::Quit => "quit (SIGQUIT); abide then ends by the signal",
+            Kind::Terminated => "terminated by SIGTERM; abide then ends by the signal",
+        }
+    }
+}
