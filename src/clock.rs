@@ -24,9 +24,9 @@ impl Clock for SystemClock {
 
 /// Waits, or reports the cancellation that cut the wait short.
 pub trait Sleeper {
-    fn sleep(&mut self, duration: Duration) -> Result<(), crate::exit::Kind>;
+    fn sleep(&mut self, duration: Duration) -> Result<(), crate::exit::Signal>;
     /// A cancellation that arrived while a request was in flight.
-    fn cancelled(&self) -> Option<crate::exit::Kind>;
+    fn cancelled(&self) -> Option<crate::exit::Signal>;
 }
 
 /// Milliseconds since the Unix epoch.

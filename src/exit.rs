@@ -125,3 +125,35 @@ impl Kind {
         }
     }
 }
+
+/// The signal that cancelled a run: its own type, not an exit code. The
+/// ending it causes has the exit code ([`Signal::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    HangUp,
+    Interrupt,
+    Quit,
+    Terminate,
+}
+
+impl Signal {
+    /// The signal of this number; an unknown one counts as an interrupt.
+    pub fn of(number: i32) -> Signal {
+        match Kind::cancelled_by(number) {
+            Kind::HungUp => Signal::HangUp,
+            Kind::Quit => Signal::Quit,
+            Kind::Terminated => Signal::Terminate,
+            _ => Signal::Interrupt,
+        }
+    }
+
+    /// How a run that this signal cancelled ends.
+    pub fn kind(self) -> Kind {
+        match self {
+            Signal::HangUp => Kind::HungUp,
+            Signal::Interrupt => Kind::Cancelled,
+            Signal::Quit => Kind::Quit,
+            Signal::Terminate => Kind::Terminated,
+        }
+    }
+}

@@ -16,8 +16,10 @@ use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::report::agent::AgentObject;
 use crate::report::audit::Audit;
-use crate::report::outcome::{Line, Record, Why};
+use crate::report::narrate::Narrator;
+use crate::report::outcome::Line;
 use crate::report::progress::{self, Progress};
+use crate::run::record::{Ending, Record};
 use crate::run::{Event, Loop};
 use crate::state::Shared;
 use crate::state::{FileStore, RedisStore, Store};
@@ -251,7 +253,7 @@ fn fetch(cli: &Cli) -> Kind {
         }
     }
     if let Some(why) = refusal {
-        let record = Record::unsent(Kind::InternalError, Why::Internal(why));
+        let record = Record::unsent(Ending::Internal(why));
         return finish(&plan, record, None, &mut audit, agent);
     }
     let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
@@ -279,10 +281,10 @@ fn fetch(cli: &Cli) -> Kind {
         (Some(shared), Some(fp)) => shared.repeats(fp),
         _ => 0,
     };
-    let mut record = if let Some(kind) = cancel.cancelled() {
-        Record::unsent(kind, Why::Cancelled)
+    let mut record = if let Some(signal) = cancel.cancelled() {
+        Record::unsent(Ending::Cancelled(signal))
     } else if plan.no_progress > 0 && repeats >= plan.no_progress {
-        Record::unsent(Kind::NoProgress, Why::NoProgress { times: repeats })
+        Record::unsent(Ending::NoProgress { times: repeats })
     } else {
         let looper = Loop {
             policy: &plan.policy,
@@ -296,8 +298,24 @@ fn fetch(cli: &Cli) -> Kind {
             require: &plan.require,
             keep_body: if agent { agent_keeps } else { 0 },
         };
+        // The URL as sent has no user-info, so its authority is safe to show.
+        let host = plan
+            .request
+            .url
+            .parse::<ureq::http::Uri>()
+            .ok()
+            .and_then(|uri| uri.authority().map(|a| a.to_string()))
+            .unwrap_or_else(|| plan.context.scope.clone());
+        let narrator = Narrator {
+            host,
+            scope: plan.context.scope.clone(),
+            policy: plan.policy.clone(),
+            max_time: plan.max_time,
+        };
         let progress = Progress::new(
-            &plan,
+            narrator,
+            plan.context.method.clone(),
+            plan.output.is_some(),
             verbose,
             progress::on_terminal(cli.output.silent || agent),
         );
@@ -321,9 +339,9 @@ fn fetch(cli: &Cli) -> Kind {
     if let Some(shared) = &shared {
         shared.release();
         if let Some(fp) = &fingerprint
-            && record.kind != Kind::NoProgress
+            && record.kind() != Kind::NoProgress
         {
-            let failed = matches!(record.kind, Kind::NonRetryable | Kind::InvalidResponse);
+            let failed = matches!(record.kind(), Kind::NonRetryable | Kind::InvalidResponse);
             shared.remember(fp, failed);
         }
         state_failure = state_failure.or_else(|| shared.failure());
@@ -352,13 +370,12 @@ fn fetch(cli: &Cli) -> Kind {
     let captured = match &sink {
         Sink::Capture {
             body, truncated, ..
-        } if record.kind == Kind::Succeeded => Some((body.clone(), *truncated)),
+        } if record.kind() == Kind::Succeeded => Some((body.clone(), *truncated)),
         _ => None,
     };
-    if record.kind == Kind::Succeeded {
+    if record.kind() == Kind::Succeeded {
         if let Err(e) = sink.commit() {
-            record.kind = Kind::InternalError;
-            record.why = Why::Internal(format!("cannot put the body in place: {e}"));
+            record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
         }
     } else {
         sink.discard();
@@ -444,7 +461,7 @@ fn finish(
     } else {
         write_outcome(&plan.outcome_to, &line);
     }
-    record.kind
+    record.kind()
 }
 
 /// One audit line per loop event.

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use crate::exit::Kind;
+use crate::exit::{Kind, Signal};
 
 /// Shared between the run and the signal watcher thread.
 #[derive(Clone, Default)]
 pub struct Cancel {
-    inner: Arc<(Mutex<Option<Kind>>, Condvar)>,
+    inner: Arc<(Mutex<Option<Signal>>, Condvar)>,
     /// Cuts the request in flight, once there is a transport to cut.
     interrupt: Arc<Mutex<Option<Interrupt>>>,
 }
@@ -25,19 +25,19 @@ pub struct Cancel {
 type Interrupt = Box<dyn Fn() + Send>;
 
 impl Cancel {
-    pub fn cancel(&self, kind: Kind) {
+    pub fn cancel(&self, signal: Signal) {
         let (state, wake) = &*self.inner;
         let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-        state.get_or_insert(kind);
+        state.get_or_insert(signal);
         wake.notify_all();
     }
 
-    pub fn cancelled(&self) -> Option<Kind> {
+    pub fn cancelled(&self) -> Option<Signal> {
         *self.inner.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Sleeps until `duration` has passed (never less) or the run is cancelled.
-    pub fn sleep(&self, duration: Duration) -> Result<(), Kind> {
+    pub fn sleep(&self, duration: Duration) -> Result<(), Signal> {
         let deadline = Instant::now() + duration;
         let (state, wake) = &*self.inner;
         let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -78,7 +78,7 @@ impl Cancel {
             .name("abide-signals".into())
             .spawn(move || {
                 if let Some(signal) = signals.forever().next() {
-                    cancel.cancel(Kind::cancelled_by(signal));
+                    cancel.cancel(Signal::of(signal));
                     let interrupt = cancel.interrupt.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some(interrupt) = &*interrupt {
                         interrupt();
@@ -120,10 +120,10 @@ pub fn end_process(kind: Kind) -> ExitCode {
 }
 
 impl crate::clock::Sleeper for Cancel {
-    fn sleep(&mut self, duration: Duration) -> Result<(), Kind> {
+    fn sleep(&mut self, duration: Duration) -> Result<(), Signal> {
         Cancel::sleep(self, duration)
     }
-    fn cancelled(&self) -> Option<Kind> {
+    fn cancelled(&self) -> Option<Signal> {
         Cancel::cancelled(self)
     }
 }
@@ -142,10 +142,13 @@ mod tests {
         let other = cancel.clone();
         let waker = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
-            other.cancel(Kind::Terminated);
+            other.cancel(Signal::Terminate);
         });
-        assert_eq!(cancel.sleep(Duration::from_secs(60)), Err(Kind::Terminated));
+        assert_eq!(
+            cancel.sleep(Duration::from_secs(60)),
+            Err(Signal::Terminate)
+        );
         waker.join().unwrap();
-        assert_eq!(cancel.cancelled(), Some(Kind::Terminated));
+        assert_eq!(cancel.cancelled(), Some(Signal::Terminate));
     }
 }

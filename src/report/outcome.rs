@@ -5,87 +5,15 @@
 //! durations are integer milliseconds, optional fields are `null`, and the
 //! field set never depends on the outcome.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::clock::{floor_ms, rfc3339};
 use crate::exit::Kind;
 use crate::rules::decision::StopWhy;
-use crate::rules::delay::ServerDelay;
 use crate::rules::scope;
-
-/// One attempt, as the run saw it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Attempt {
-    pub status: Option<u16>,
-    pub error: Option<String>,
-    pub server_delay: Option<ServerDelay>,
-    /// The wait that followed this attempt, if any.
-    pub wait: Option<Duration>,
-    /// Time from the start of the run to the end of this attempt.
-    pub ended_at: Duration,
-}
-
-/// Everything a run found out, from which the outcome line is built.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Record {
-    pub kind: Kind,
-    pub why: Why,
-    pub attempts: Vec<Attempt>,
-    pub elapsed: Duration,
-    pub waited: Duration,
-    /// The wall-clock time before which the caller should not call again.
-    pub next_allowed_at: Option<SystemTime>,
-    /// The transport error, or the start of the final error body.
-    pub error: Option<String>,
-    /// Server delay values that were present but unusable.
-    pub ignored_delays: Vec<String>,
-    /// The last answer's headers (names lower-case).
-    pub headers: Vec<(String, String)>,
-    /// The kept start of the last answer's body when it was not delivered.
-    pub failed_body: Vec<u8>,
-    pub failed_body_truncated: bool,
-    /// Sentences added to the reason (say, shared state that was unavailable).
-    pub notes: Vec<String>,
-    /// Bytes of the body not asked for again: kept from attempts whose
-    /// body broke off (or from `-C -`) and continued with a range request.
-    pub resumed: u64,
-}
-
-impl Record {
-    /// A run that ended before sending anything.
-    pub fn unsent(kind: Kind, why: Why) -> Record {
-        Record {
-            kind,
-            why,
-            attempts: Vec::new(),
-            elapsed: Duration::ZERO,
-            waited: Duration::ZERO,
-            next_allowed_at: None,
-            error: None,
-            ignored_delays: Vec::new(),
-            headers: Vec::new(),
-            failed_body: Vec::new(),
-            failed_body_truncated: false,
-            notes: Vec::new(),
-            resumed: 0,
-        }
-    }
-}
-
-/// The cause of the end of a run, beyond its kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Why {
-    Decided(StopWhy),
-    Cancelled,
-    /// The same request failed this many times in a row: refused unsent.
-    NoProgress {
-        times: u32,
-    },
-    /// abide could not finish its own part (say, writing the output file).
-    Internal(String),
-}
+use crate::run::record::{Ending, Record};
 
 /// What the request was, for the outcome line (already redacted).
 #[derive(Debug, Clone)]
@@ -147,9 +75,9 @@ impl Line {
             next_allowed_at: next_allowed_at.as_deref(),
         };
         Line {
-            outcome: record.kind.name(),
-            ok: record.kind == Kind::Succeeded,
-            exit_code: record.kind.exit_code(),
+            outcome: record.kind().name(),
+            ok: record.kind() == Kind::Succeeded,
+            exit_code: record.kind().exit_code(),
             method: Some(context.method.clone()),
             url: Some(context.url.clone()),
             scope: Some(context.scope.clone()),
@@ -335,21 +263,21 @@ impl Words<'_> {
     }
 
     fn reason(&self) -> String {
-        let mut reason = match &self.record.why {
-            Why::Cancelled => format!(
+        let mut reason = match &self.record.ending {
+            Ending::Cancelled(signal) => format!(
                 "Interrupted after {} attempt(s) by {}.",
                 self.attempts(),
-                self.record
-                    .kind
+                signal
+                    .kind()
                     .signal()
                     .and_then(signal_hook::low_level::signal_name)
                     .unwrap_or("a signal")
             ),
-            Why::Internal(message) => format!("abide could not finish: {message}."),
-            Why::NoProgress { times } => format!(
+            Ending::Internal(message) => format!("abide could not finish: {message}."),
+            Ending::NoProgress { times } => format!(
                 "This exact request ended NON_RETRYABLE or INVALID_RESPONSE {times} times in a row in the last 10 minutes; refused without sending it."
             ),
-            Why::Decided(why) => match why {
+            Ending::Decided(why) => match why {
                 StopWhy::Success if self.status == Some(416) => format!(
                     "The body was already whole: the server has nothing after its {} (416 Range Not Satisfiable).",
                     crate::units::size_text(self.record.resumed)
@@ -459,7 +387,7 @@ impl Words<'_> {
             Some(at) => format!("do not call this endpoint again before {at}"),
             None => fallback.to_string(),
         };
-        match self.record.kind {
+        match self.record.kind() {
             Kind::Succeeded => match (self.status, self.header("location")) {
                 (Some(status @ 300..=399), Some(location)) => format!(
                     "The answer is a redirect ({}) to {}; add -L to follow it, or call that URL.",
@@ -492,7 +420,7 @@ impl Words<'_> {
                 not_before("wait before calling again")
             ),
             Kind::BudgetExhausted => match self.record.attempts.iter().rev().find_map(|a| a.server_delay) {
-                _ if matches!(self.record.why, Why::Decided(StopWhy::ScopeClosed { .. })) => {
+                _ if matches!(self.record.ending, Ending::Decided(StopWhy::ScopeClosed { .. })) => {
                     self.not_before_for(&self.scope_subject())
                 }
                 Some(delay) => format!(
@@ -506,8 +434,8 @@ impl Words<'_> {
                 "The {method} may have been applied; check the resource before sending it again, or send it with --idempotency-key."
             ),
             Kind::CircuitOpen => {
-                let level = match &self.record.why {
-                    Why::Decided(
+                let level = match &self.record.ending {
+                    Ending::Decided(
                         StopWhy::ScopeClosed {
                             cause: scope::Wait::HalfOpen(level) | scope::Wait::Probe(level),
                             ..
@@ -539,7 +467,9 @@ impl Words<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::delay::DelaySource;
+    use crate::exit::Signal;
+    use crate::rules::delay::{DelaySource, ServerDelay};
+    use crate::run::record::Attempt;
 
     #[test]
     fn exit_codes_are_distinct_and_stable() {
@@ -578,10 +508,12 @@ mod tests {
         }
     }
 
+    /// A record that ends as `kind`: the kind is derived, so the helper
+    /// checks that `why` is one that ends so.
     fn record(kind: Kind, why: StopWhy, attempts: Vec<Attempt>) -> Record {
+        assert_eq!(why.kind(), kind, "{why:?}");
         Record {
-            kind,
-            why: Why::Decided(why),
+            ending: Ending::Decided(why),
             attempts,
             elapsed: Duration::from_millis(1234),
             waited: Duration::from_millis(1000),
@@ -782,8 +714,8 @@ mod tests {
                 .instruction
                 .contains("-m/--max-time")
         );
-        let mut r = record(Kind::Cancelled, StopWhy::Success, vec![]);
-        r.why = Why::Cancelled;
+        let mut r = record(Kind::Succeeded, StopWhy::Success, vec![]);
+        r.ending = Ending::Cancelled(Signal::Interrupt);
         r.next_allowed_at =
             Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
         assert_eq!(

@@ -12,7 +12,6 @@ use console::Term;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 
 use crate::edge::http::{Failure, Limits, Reply, Transport};
-use crate::plan::Plan;
 use crate::report::narrate::{Ended, Narrator};
 use crate::rules::resume;
 use crate::run::Event;
@@ -69,31 +68,27 @@ impl State {
 impl Progress {
     /// Created just before the loop starts, so that its budget clock and the
     /// loop's agree to within microseconds.
-    pub fn new(plan: &Plan, verbose: bool, screen: bool) -> Progress {
-        // The URL as sent has no user-info, so its authority is safe to show.
-        let host = plan
-            .request
-            .url
-            .parse::<ureq::http::Uri>()
-            .ok()
-            .and_then(|uri| uri.authority().map(|a| a.to_string()))
-            .unwrap_or_else(|| plan.context.scope.clone());
+    /// `to_file`: the body goes to a file (or a pipe), so a download bar may
+    /// be drawn on the terminal.
+    pub fn new(
+        narrator: Narrator,
+        method: String,
+        to_file: bool,
+        verbose: bool,
+        screen: bool,
+    ) -> Progress {
         let now = Instant::now();
+        let budget = narrator.policy.budget;
         Progress {
-            narrator: Arc::new(Narrator {
-                host,
-                scope: plan.context.scope.clone(),
-                policy: plan.policy.clone(),
-                max_time: plan.max_time,
-            }),
-            method: plan.context.method.clone(),
+            narrator: Arc::new(narrator),
+            method,
             verbose,
             screen,
-            body_bar: screen && (plan.output.is_some() || !io::stdout().is_terminal()),
-            budget_ends: now + plan.policy.budget,
+            body_bar: screen && (to_file || !io::stdout().is_terminal()),
+            budget_ends: now + budget,
             state: RefCell::new(State {
                 sent_at: now,
-                limit: plan.policy.budget,
+                limit: budget,
                 ended: None,
                 shown: None,
             }),

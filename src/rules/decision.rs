@@ -154,7 +154,6 @@ pub struct Wait {
 /// Why the run ends, in the outcome's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stop {
-    pub kind: Kind,
     /// How long from now the caller should not call again, when known.
     pub not_before: Option<Duration>,
     /// The specific cause, for the outcome's `reason`.
@@ -198,6 +197,35 @@ pub enum StopWhy {
     },
 }
 
+impl Stop {
+    /// The exit code's kind, derived from the cause, never stored beside it.
+    pub fn kind(&self) -> Kind {
+        self.why.kind()
+    }
+}
+
+impl StopWhy {
+    /// Every cause ends as exactly one kind.
+    pub fn kind(&self) -> Kind {
+        match self {
+            StopWhy::Success => Kind::Succeeded,
+            StopWhy::InvalidResponse => Kind::InvalidResponse,
+            StopWhy::Incomplete => Kind::Incomplete,
+            StopWhy::NonRetryable => Kind::NonRetryable,
+            StopWhy::SideEffectUnknown => Kind::SideEffectUnknown,
+            StopWhy::AttemptsUsed { .. } => Kind::RetryExhausted,
+            StopWhy::DelayOverMaxWait { .. } | StopWhy::WaitOverBudget { .. } => {
+                Kind::BudgetExhausted
+            }
+            StopWhy::ScopeClosed { cause, .. } => match cause {
+                scope::Wait::Gate(_) | scope::Wait::Rate => Kind::BudgetExhausted,
+                scope::Wait::HalfOpen(_) | scope::Wait::Probe(_) => Kind::CircuitOpen,
+            },
+            StopWhy::OpenedBreaker { .. } => Kind::CircuitOpen,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     Wait(Wait),
@@ -216,33 +244,23 @@ pub fn next_step(
     policy: &Policy,
     draw: Draw,
 ) -> Next {
-    let stop = |kind, why, not_before| {
-        Next::Stop(Stop {
-            kind,
-            not_before,
-            why,
-        })
-    };
+    let stop = |why, not_before| Next::Stop(Stop { not_before, why });
     let honoured = server.map(|s| delay::honoured(s.delay, policy.floor));
     match verdict {
-        Verdict::Success => return stop(Kind::Succeeded, StopWhy::Success, None),
-        Verdict::NonRetryable => return stop(Kind::NonRetryable, StopWhy::NonRetryable, honoured),
+        Verdict::Success => return stop(StopWhy::Success, None),
+        Verdict::NonRetryable => return stop(StopWhy::NonRetryable, honoured),
         Verdict::SideEffectUnknown => {
-            return stop(
-                Kind::SideEffectUnknown,
-                StopWhy::SideEffectUnknown,
-                honoured,
-            );
+            return stop(StopWhy::SideEffectUnknown, honoured);
         }
-        Verdict::Invalid => return stop(Kind::InvalidResponse, StopWhy::InvalidResponse, None),
-        Verdict::Incomplete => return stop(Kind::Incomplete, StopWhy::Incomplete, None),
+        Verdict::Invalid => return stop(StopWhy::InvalidResponse, None),
+        Verdict::Incomplete => return stop(StopWhy::Incomplete, None),
         Verdict::Retryable => {}
     }
     if progress.attempt >= policy.attempts {
         let why = StopWhy::AttemptsUsed {
             attempts: progress.attempt,
         };
-        return stop(Kind::RetryExhausted, why, honoured);
+        return stop(why, honoured);
     }
     let left = policy.budget.saturating_sub(progress.elapsed);
     let wait = match (server, honoured) {
@@ -252,7 +270,7 @@ pub fn next_step(
                     delay: honoured,
                     max_wait,
                 };
-                return stop(Kind::BudgetExhausted, why, Some(honoured));
+                return stop(why, Some(honoured));
             }
             // Jitter only ever adds, and only as much as the limits leave room for.
             let room = policy
@@ -287,7 +305,7 @@ pub fn next_step(
             wait: must_wait,
             left,
         };
-        return stop(Kind::BudgetExhausted, why, honoured);
+        return stop(why, honoured);
     }
     Next::Wait(wait)
 }
@@ -304,7 +322,6 @@ pub fn opened_breaker(next: Next, opened: Option<(Duration, scope::Level)>) -> N
             ) =>
         {
             Next::Stop(Stop {
-                kind: Kind::CircuitOpen,
                 not_before: Some(
                     stop.not_before
                         .map_or(half_open_in, |n| n.max(half_open_in)),
@@ -334,12 +351,7 @@ pub fn scope_step(
     // Room for the attempt after the wait.
     let room = limit.saturating_sub(Duration::from_millis(1));
     let stop = || {
-        let kind = match cause {
-            scope::Wait::Gate(_) | scope::Wait::Rate => Kind::BudgetExhausted,
-            scope::Wait::HalfOpen(_) | scope::Wait::Probe(_) => Kind::CircuitOpen,
-        };
         Next::Stop(Stop {
-            kind,
             not_before: Some(wait),
             why: StopWhy::ScopeClosed { cause, wait, limit },
         })
@@ -482,7 +494,7 @@ mod tests {
     fn outcome(next: Next) -> Expected {
         match next {
             Next::Wait(w) => Ok(w.duration.as_millis()),
-            Next::Stop(s) => Err((s.kind, s.not_before.map(|d| d.as_millis()))),
+            Next::Stop(s) => Err((s.kind(), s.not_before.map(|d| d.as_millis()))),
         }
     }
 
@@ -539,7 +551,7 @@ mod tests {
         let s = Duration::from_secs;
         let ms = |next: Next| match next {
             Next::Wait(w) => Ok(w.duration.as_millis()),
-            Next::Stop(stop) => Err((stop.kind, stop.not_before.map(|d| d.as_millis()))),
+            Next::Stop(stop) => Err((stop.kind(), stop.not_before.map(|d| d.as_millis()))),
         };
         assert_eq!(ms(scope_step(gate, s(10), s(0), &p, Draw(0.5))), Ok(10_500));
         assert_eq!(
@@ -579,7 +591,7 @@ mod tests {
         let s = Duration::from_secs;
         let ms = |next: Next| match next {
             Next::Wait(w) => Ok(w.duration.as_millis()),
-            Next::Stop(stop) => Err((stop.kind, stop.not_before.map(|d| d.as_millis()))),
+            Next::Stop(stop) => Err((stop.kind(), stop.not_before.map(|d| d.as_millis()))),
         };
         #[rustfmt::skip]
         let rows: Vec<(&str, Next, Expected)> = vec![

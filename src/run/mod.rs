@@ -2,6 +2,8 @@
 //! says stop. It owns a clock and a sleeper so that tests drive it without
 //! sleeping; everything it decides comes from `decision`.
 
+pub mod record;
+
 use std::io::{self, ErrorKind, Read};
 use std::time::{Duration, Instant};
 
@@ -9,8 +11,8 @@ use crate::clock::{Clock, Sleeper};
 use crate::edge::http::{self, Failure, Limits, Reply, Transport};
 use crate::edge::sink::{DeliverError, Sink, Start};
 use crate::exit::Kind;
+use crate::exit::Signal;
 use crate::redact::Redactor;
-use crate::report::outcome::{Attempt, Record, Why};
 use crate::rules::attempt::{Observation, Phase};
 use crate::rules::contract;
 use crate::rules::decision::{
@@ -20,6 +22,7 @@ use crate::rules::delay::{self, ServerDelay};
 use crate::rules::ratelimit;
 use crate::rules::resume::{self, Continuation};
 use crate::rules::scope::{self, BreakerNews, Lesson};
+use crate::run::record::{Attempt, Ending, Record};
 use crate::state::Slot;
 use crate::state::{Admit, Learned, Shared};
 use crate::units::size_text;
@@ -107,7 +110,7 @@ struct Attempted {
 }
 
 /// How a run ends early, before `Run::finish` turns it into a record.
-type End = (Kind, Why, Option<Duration>);
+type End = (Ending, Option<Duration>);
 
 /// The run's parts that change as it goes.
 struct Run {
@@ -169,7 +172,7 @@ impl Loop<'_> {
             let number = run.attempts.len() as u32 + 1;
             let slot = match self.pass_scope(number, clock, sleeper, draw, &mut run, on_event) {
                 Ok(slot) => slot,
-                Err((kind, why, not_before)) => return run.finish(clock, kind, why, not_before),
+                Err((ending, not_before)) => return run.finish(clock, ending, not_before),
             };
             let left = self.policy.budget.saturating_sub(clock.now() - run.start);
             if left.is_zero() {
@@ -177,7 +180,7 @@ impl Loop<'_> {
                     wait: Duration::ZERO,
                     left,
                 };
-                return run.finish(clock, Kind::BudgetExhausted, Why::Decided(why), None);
+                return run.finish(clock, Ending::Decided(why), None);
             }
             let limits = self.limits(left);
             on_event(Event::Sending {
@@ -190,11 +193,11 @@ impl Loop<'_> {
             };
             // A signal cuts the request or the download in flight; whatever
             // that looked like, the run was interrupted.
-            if let Some(kind) = sleeper.cancelled() {
+            if let Some(signal) = sleeper.cancelled() {
                 let mut attempt = attempted.attempt;
                 attempt.error = Some("interrupted".into());
                 run.attempts.push(attempt);
-                return run.finish(clock, kind, Why::Cancelled, None);
+                return run.finish(clock, Ending::Cancelled(signal), None);
             }
             // Publish first, then sleep (and only then free the slot): other
             // processes of the scope learn of a Retry-After before this one
@@ -211,7 +214,7 @@ impl Loop<'_> {
             let verdict = match judged {
                 Judged::Verdict(verdict) => verdict,
                 Judged::Internal(message) => {
-                    return run.finish(clock, Kind::InternalError, Why::Internal(message), None);
+                    return run.finish(clock, Ending::Internal(message), None);
                 }
             };
             let progress = Progress {
@@ -221,7 +224,7 @@ impl Loop<'_> {
             let next = decision::next_step(verdict, server, progress, self.policy, Draw(draw()));
             match decision::opened_breaker(next, learned.opened) {
                 Next::Stop(stop) => {
-                    return run.finish(clock, stop.kind, Why::Decided(stop.why), stop.not_before);
+                    return run.finish(clock, Ending::Decided(stop.why), stop.not_before);
                 }
                 Next::Wait(wait) => {
                     if let Some(last) = run.attempts.last_mut() {
@@ -232,13 +235,13 @@ impl Loop<'_> {
                         retry: number,
                     });
                     let before = clock.now();
-                    if let Err(kind) = run.sleep(wait.duration, clock, sleeper) {
+                    if let Err(signal) = run.sleep(wait.duration, clock, sleeper) {
                         // Cut short during the server's delay: the caller
                         // still must not come back before it ends.
                         let left = wait.duration.saturating_sub(clock.now() - before);
                         let not_before =
                             matches!(wait.cause, WaitCause::Server { .. }).then_some(left);
-                        return run.finish(clock, kind, Why::Cancelled, not_before);
+                        return run.finish(clock, Ending::Cancelled(signal), not_before);
                     }
                 }
             }
@@ -295,15 +298,15 @@ impl Loop<'_> {
                 }
                 Admit::Wait { wait, cause, own } => (cause, wait, own),
                 Admit::Unavailable(e) => {
-                    let why = Why::Internal(format!(
+                    let why = Ending::Internal(format!(
                         "the shared state is unavailable ({e}) and --state-required is set"
                     ));
-                    return Err((Kind::InternalError, why, None));
+                    return Err((why, None));
                 }
             };
             match decision::scope_step(cause, wait, elapsed, self.policy, Draw(draw())) {
                 Next::Stop(stop) => {
-                    return Err((stop.kind, Why::Decided(stop.why), stop.not_before));
+                    return Err((Ending::Decided(stop.why), stop.not_before));
                 }
                 Next::Wait(wait) => {
                     on_event(Event::Waiting {
@@ -323,13 +326,13 @@ impl Loop<'_> {
                     if !own {
                         run.note_scope_wait(waited, cause);
                     }
-                    if let Err(kind) = slept {
+                    if let Err(signal) = slept {
                         // The gate, or the open breaker, still holds for
                         // whoever calls next.
                         let left = wait.duration.saturating_sub(waited);
                         let holds =
                             matches!(cause, scope::Wait::Gate(_) | scope::Wait::HalfOpen(_));
-                        return Err((kind, Why::Cancelled, holds.then_some(left)));
+                        return Err((Ending::Cancelled(signal), holds.then_some(left)));
                     }
                     rate_reserved |= cause == scope::Wait::Rate;
                 }
@@ -347,7 +350,7 @@ impl Loop<'_> {
         clock: &dyn Clock,
         sleeper: &mut dyn Sleeper,
         run: &mut Run,
-    ) -> Result<(), Kind> {
+    ) -> Result<(), Signal> {
         let start = clock.now();
         let mut pause = Duration::from_millis(1);
         loop {
@@ -382,10 +385,10 @@ impl Loop<'_> {
             }
             if left <= pause {
                 let why = StopWhy::WaitOverBudget { wait: pause, left };
-                return Err((Kind::BudgetExhausted, Why::Decided(why), None));
+                return Err((Ending::Decided(why), None));
             }
             run.sleep(pause, clock, sleeper)
-                .map_err(|kind| (kind, Why::Cancelled, None))?;
+                .map_err(|signal| (Ending::Cancelled(signal), None))?;
             pause = (pause * 2).min(SLOT_POLL_MAX);
         }
     }
@@ -773,31 +776,21 @@ impl Run {
         duration: Duration,
         clock: &dyn Clock,
         sleeper: &mut dyn Sleeper,
-    ) -> Result<(), Kind> {
+    ) -> Result<(), Signal> {
         let before = clock.now();
         let slept = sleeper.sleep(duration);
         self.waited += clock.now() - before;
         slept
     }
 
-    fn finish(
-        self,
-        clock: &dyn Clock,
-        kind: Kind,
-        why: Why,
-        not_before: Option<Duration>,
-    ) -> Record {
+    fn finish(self, clock: &dyn Clock, ending: Ending, not_before: Option<Duration>) -> Record {
+        let succeeded = ending.kind() == Kind::Succeeded;
         Record {
-            kind,
-            why,
+            ending,
             elapsed: clock.now() - self.start,
             waited: self.waited,
             next_allowed_at: not_before.and_then(|d| clock.wall().checked_add(d)),
-            error: if kind == Kind::Succeeded {
-                None
-            } else {
-                self.last_error
-            },
+            error: if succeeded { None } else { self.last_error },
             ignored_delays: self.ignored_delays,
             attempts: self.attempts,
             headers: self.headers,
@@ -866,18 +859,18 @@ mod tests {
     }
 
     impl Sleeper for FakeTime {
-        fn sleep(&mut self, d: Duration) -> Result<(), Kind> {
+        fn sleep(&mut self, d: Duration) -> Result<(), Signal> {
             let mut v = self.slept.take();
             v.push(d);
             let count = v.len();
             self.slept.set(v);
             if self.cancel_after == Some(count) {
-                return Err(Kind::Cancelled);
+                return Err(Signal::Interrupt);
             }
             self.advance(d);
             Ok(())
         }
-        fn cancelled(&self) -> Option<Kind> {
+        fn cancelled(&self) -> Option<Signal> {
             None
         }
     }
@@ -1096,7 +1089,7 @@ mod tests {
             Ok((200, vec![])),
         ])
         .run();
-        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(statuses(&record), [Some(429), Some(200)]);
         assert_eq!(sleeps, [3000]);
         assert_eq!(record.waited, Duration::from_secs(3));
@@ -1109,7 +1102,7 @@ mod tests {
         let mut case = Case::new(vec![Ok((503, vec![]))]);
         case.draw = 0.999_999;
         let (record, sent, sleeps) = case.run();
-        assert_eq!(record.kind, Kind::RetryExhausted);
+        assert_eq!(record.kind(), Kind::RetryExhausted);
         assert_eq!(sent.len(), 4);
         assert_eq!(sleeps, [499, 999, 1999]);
         assert_eq!(record.error.as_deref(), Some("body 503"));
@@ -1121,20 +1114,20 @@ mod tests {
         let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
         case.replay = Replay::Unsafe;
         let (record, sent, _) = case.run();
-        assert_eq!(record.kind, Kind::SideEffectUnknown);
+        assert_eq!(record.kind(), Kind::SideEffectUnknown);
         assert_eq!(sent.len(), 1);
 
         let mut case = Case::new(vec![Err(Phase::AfterSend), Ok((200, vec![]))]);
         case.replay = Replay::Unsafe;
         let (record, sent, _) = case.run();
-        assert_eq!(record.kind, Kind::SideEffectUnknown);
+        assert_eq!(record.kind(), Kind::SideEffectUnknown);
         assert_eq!(sent.len(), 1);
         assert_eq!(record.error.as_deref(), Some("connection reset: token=***"));
 
         let mut case = Case::new(vec![Err(Phase::BeforeSend), Ok((200, vec![]))]);
         case.replay = Replay::Unsafe;
         let (record, sent, _) = case.run();
-        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(sent.len(), 2);
     }
 
@@ -1145,7 +1138,7 @@ mod tests {
             Ok((200, vec![])),
         ])
         .run();
-        assert_eq!(record.kind, Kind::BudgetExhausted);
+        assert_eq!(record.kind(), Kind::BudgetExhausted);
         assert_eq!(sent.len(), 1);
         assert!(
             sleeps.is_empty(),
@@ -1163,7 +1156,7 @@ mod tests {
         ]);
         case.policy.budget = Duration::from_secs(5);
         let (record, sent, _) = case.run();
-        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.kind(), Kind::Succeeded);
         let left = Duration::from_secs(5) - Duration::from_millis(2010);
         assert_eq!(sent[0].head, Duration::from_secs(5));
         assert_eq!(sent[1].head, left);
@@ -1198,7 +1191,7 @@ mod tests {
         ];
         let (record, _, _, ranges) =
             Case::new(vec![Ok((200, first.clone())), Ok((206, rest))]).run_ranged();
-        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(record.resumed, 10);
         let asked = resume::From {
             offset: 10,
@@ -1217,7 +1210,7 @@ mod tests {
         let elsewhere = vec![("Content-Range", "bytes 5-19/20")];
         let (record, sent, _) =
             Case::new(vec![Ok((200, first.clone())), Ok((206, elsewhere))]).run();
-        assert_eq!(record.kind, Kind::Incomplete);
+        assert_eq!(record.kind(), Kind::Incomplete);
         assert_eq!(sent.len(), 2);
         assert_eq!(
             record.error.as_deref(),
@@ -1233,14 +1226,14 @@ mod tests {
         ];
         let (record, _, _, ranges) =
             Case::new(vec![Ok((200, unversioned)), Ok((200, vec![]))]).run_ranged();
-        assert_eq!(record.kind, Kind::Incomplete);
+        assert_eq!(record.kind(), Kind::Incomplete);
         assert_eq!(ranges, [None]);
     }
 
     #[test]
     fn non_retryable_is_sent_once() {
         let (record, sent, _) = Case::new(vec![Ok((401, vec![])), Ok((200, vec![]))]).run();
-        assert_eq!(record.kind, Kind::NonRetryable);
+        assert_eq!(record.kind(), Kind::NonRetryable);
         assert_eq!(sent.len(), 1);
     }
 
@@ -1249,8 +1242,8 @@ mod tests {
         let mut case = Case::new(vec![Ok((429, vec![("Retry-After", "5")]))]);
         case.cancel_after = Some(1);
         let (record, sent, _) = case.run();
-        assert_eq!(record.kind, Kind::Cancelled);
-        assert_eq!(record.why, Why::Cancelled);
+        assert_eq!(record.kind(), Kind::Cancelled);
+        assert_eq!(record.ending, Ending::Cancelled(Signal::Interrupt));
         assert_eq!(sent.len(), 1);
     }
 
@@ -1259,7 +1252,7 @@ mod tests {
         let mut case = Case::new(vec![Ok((429, vec![("Retry-After", "5")]))]);
         case.cancel_after = Some(1);
         let (record, _, _) = case.run();
-        assert_eq!(record.kind, Kind::Cancelled);
+        assert_eq!(record.kind(), Kind::Cancelled);
         // The fake sleeper is cut before any time passes: all 5 s are left.
         let expected = epoch() + Duration::from_millis(10) + Duration::from_secs(5);
         assert_eq!(record.next_allowed_at, Some(expected));
@@ -1273,7 +1266,7 @@ mod tests {
         ]);
         case.draw = 0.5;
         let (record, _, sleeps) = case.run();
-        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(sleeps, [250]);
         assert_eq!(record.ignored_delays, ["Retry-After: soon"]);
     }
@@ -1294,7 +1287,7 @@ mod tests {
         let mut case = Case::new(vec![Ok((200, vec![]))]);
         case.scope = Some(open_until(2_000, 2_000));
         let (record, sent, sleeps) = case.run();
-        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(sent.len(), 1);
         assert_eq!(sleeps, [2_000]);
         assert_eq!(record.waited, Duration::from_secs(2));
@@ -1319,7 +1312,7 @@ mod tests {
             s.breaker.open_until = Some(at_ms(1_300));
         }));
         let (record, sent, sleeps) = case.run();
-        assert_eq!(record.kind, Kind::Succeeded);
+        assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(sent.len(), 1);
         let looks: Vec<u128> = sleeps.iter().copied().take_while(|&ms| ms <= 50).collect();
         assert_eq!(&looks[..7], [1, 2, 4, 8, 16, 32, 50]);
@@ -1334,7 +1327,7 @@ mod tests {
         let mut case = Case::new(vec![Ok((200, vec![]))]);
         case.scope = Some(open_until(120_000, 30_000));
         let (record, sent, sleeps) = case.run();
-        assert_eq!(record.kind, Kind::CircuitOpen);
+        assert_eq!(record.kind(), Kind::CircuitOpen);
         assert!(sent.is_empty() && sleeps.is_empty());
         assert_eq!(
             record.next_allowed_at,
@@ -1349,7 +1342,7 @@ mod tests {
         case.policy.attempts = 1;
         case.scope = Some(open_until(0, 1_000));
         let (record, sent, _) = case.run();
-        assert_eq!(record.kind, Kind::CircuitOpen);
+        assert_eq!(record.kind(), Kind::CircuitOpen);
         assert_eq!(sent.len(), 1);
         // Open again for twice as long, from the answer 10 ms in.
         assert_eq!(

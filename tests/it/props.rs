@@ -141,10 +141,10 @@ proptest! {
             }
             Next::Stop(stop) => {
                 if attempt >= policy.attempts {
-                    prop_assert_eq!(stop.kind, Kind::RetryExhausted);
+                    prop_assert_eq!(stop.kind(), Kind::RetryExhausted);
                 } else {
                     // It ends only when the server's delay does not fit.
-                    prop_assert_eq!(stop.kind, Kind::BudgetExhausted);
+                    prop_assert_eq!(stop.kind(), Kind::BudgetExhausted);
                     let over_max_wait = policy.max_wait.is_some_and(|m| honoured > m);
                     prop_assert!(over_max_wait || honoured >= left(&policy, elapsed));
                 }
@@ -172,7 +172,7 @@ proptest! {
                 prop_assert!(wait.duration < left(&policy, elapsed));
             }
             Next::Stop(stop) => {
-                prop_assert!(matches!(stop.kind, Kind::RetryExhausted | Kind::BudgetExhausted));
+                prop_assert!(matches!(stop.kind(), Kind::RetryExhausted | Kind::BudgetExhausted));
                 prop_assert_eq!(stop.not_before, None);
             }
         }
@@ -206,7 +206,7 @@ proptest! {
             }
             Next::Stop(stop) => {
                 let kind = if breaker { Kind::CircuitOpen } else { Kind::BudgetExhausted };
-                prop_assert_eq!(stop.kind, kind);
+                prop_assert_eq!(stop.kind(), kind);
                 prop_assert_eq!(stop.not_before, Some(gate));
                 let patience = policy.max_wait.map_or(left(&policy, elapsed), |m| m.min(left(&policy, elapsed)));
                 if probe {
@@ -234,10 +234,10 @@ proptest! {
             Next::Wait(wait) => prop_assert_eq!(Next::Wait(wait), plain, "it goes on as it would"),
             Next::Stop(stop) => {
                 let Next::Stop(plain) = plain else { panic!("a wait became a stop") };
-                if plain.kind == Kind::RetryExhausted {
-                    prop_assert_eq!(stop.kind, Kind::CircuitOpen);
+                if plain.kind() == Kind::RetryExhausted {
+                    prop_assert_eq!(stop.kind(), Kind::CircuitOpen);
                 }
-                if stop.kind == Kind::CircuitOpen {
+                if stop.kind() == Kind::CircuitOpen {
                     prop_assert!(stop.not_before >= Some(half_open));
                     prop_assert!(stop.not_before >= plain.not_before);
                 } else {
@@ -273,7 +273,7 @@ proptest! {
             prop_assert!(unprocessed, "{method} replayed after {observation:?}");
         }
         if verdict == Verdict::SideEffectUnknown {
-            prop_assert!(matches!(next, Next::Stop(ref s) if s.kind == Kind::SideEffectUnknown));
+            prop_assert!(matches!(next, Next::Stop(ref s) if s.kind() == Kind::SideEffectUnknown));
         }
         // Success means a 2xx or 3xx, whatever else the answer said.
         if verdict == Verdict::Success {
