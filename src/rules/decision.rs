@@ -310,6 +310,37 @@ pub fn next_step(
     Next::Wait(wait)
 }
 
+/// Before an attempt: what is left of the budget for it, or the end of the
+/// run when nothing is (the scope's waits may have used it up).
+pub fn attempt_room(policy: &Policy, elapsed: Duration) -> Result<Duration, Stop> {
+    let left = policy.budget.saturating_sub(elapsed);
+    if left.is_zero() {
+        return Err(Stop {
+            not_before: None,
+            why: StopWhy::WaitOverBudget {
+                wait: Duration::ZERO,
+                left,
+            },
+        });
+    }
+    Ok(left)
+}
+
+/// A signal cut a retry's wait after `slept`: what the caller must still
+/// wait before it calls again. Only the server's delay binds the caller;
+/// a backoff was abide's own choice.
+pub fn cut_wait(wait: &Wait, slept: Duration) -> Option<Duration> {
+    matches!(wait.cause, WaitCause::Server { .. }).then(|| wait.duration.saturating_sub(slept))
+}
+
+/// A signal cut a scope wait of `wait` after `slept`: the gate and an open
+/// breaker still hold for whoever calls next; a `--rate` slot or another
+/// run's probe do not.
+pub fn cut_scope_wait(cause: scope::Wait, wait: Duration, slept: Duration) -> Option<Duration> {
+    matches!(cause, scope::Wait::Gate(_) | scope::Wait::HalfOpen(_))
+        .then(|| wait.saturating_sub(slept))
+}
+
 /// A run that ends on a retryable failure which opened a breaker of its
 /// scope ends CIRCUIT_OPEN: its caller must not come back before the breaker
 /// half-opens, `half_open_in` from now (nor before the server's delay).

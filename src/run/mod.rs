@@ -15,9 +15,7 @@ use crate::exit::Signal;
 use crate::redact::Redactor;
 use crate::rules::attempt::{Observation, Phase};
 use crate::rules::contract;
-use crate::rules::decision::{
-    self, Draw, Next, Policy, Progress, Replay, StopWhy, Verdict, Wait, WaitCause,
-};
+use crate::rules::decision::{self, Draw, Next, Policy, Progress, Replay, StopWhy, Verdict, Wait};
 use crate::rules::delay::{self, ServerDelay};
 use crate::rules::ratelimit;
 use crate::rules::resume::{self, Continuation};
@@ -174,14 +172,10 @@ impl Loop<'_> {
                 Ok(slot) => slot,
                 Err((ending, not_before)) => return run.finish(clock, ending, not_before),
             };
-            let left = self.policy.budget.saturating_sub(clock.now() - run.start);
-            if left.is_zero() {
-                let why = StopWhy::WaitOverBudget {
-                    wait: Duration::ZERO,
-                    left,
-                };
-                return run.finish(clock, Ending::Decided(why), None);
-            }
+            let left = match decision::attempt_room(self.policy, clock.now() - run.start) {
+                Ok(left) => left,
+                Err(stop) => return run.finish(clock, Ending::Decided(stop.why), stop.not_before),
+            };
             let limits = self.limits(left);
             on_event(Event::Sending {
                 attempt: number,
@@ -238,9 +232,7 @@ impl Loop<'_> {
                     if let Err(signal) = run.sleep(wait.duration, clock, sleeper) {
                         // Cut short during the server's delay: the caller
                         // still must not come back before it ends.
-                        let left = wait.duration.saturating_sub(clock.now() - before);
-                        let not_before =
-                            matches!(wait.cause, WaitCause::Server { .. }).then_some(left);
+                        let not_before = decision::cut_wait(&wait, clock.now() - before);
                         return run.finish(clock, Ending::Cancelled(signal), not_before);
                     }
                 }
@@ -329,10 +321,8 @@ impl Loop<'_> {
                     if let Err(signal) = slept {
                         // The gate, or the open breaker, still holds for
                         // whoever calls next.
-                        let left = wait.duration.saturating_sub(waited);
-                        let holds =
-                            matches!(cause, scope::Wait::Gate(_) | scope::Wait::HalfOpen(_));
-                        return Err((Ending::Cancelled(signal), holds.then_some(left)));
+                        let not_before = decision::cut_scope_wait(cause, wait.duration, waited);
+                        return Err((Ending::Cancelled(signal), not_before));
                     }
                     rate_reserved |= cause == scope::Wait::Rate;
                 }

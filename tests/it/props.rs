@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use abide::exit::Kind;
 use abide::rules::attempt::{Observation, Phase};
 use abide::rules::decision::{
-    Draw, Next, Policy, Progress, Replay, Verdict, WaitCause, classify, next_step, opened_breaker,
-    scope_step,
+    Draw, Next, Policy, Progress, Replay, Verdict, WaitCause, attempt_room, classify,
+    cut_scope_wait, cut_wait, next_step, opened_breaker, scope_step,
 };
 use abide::rules::delay::{self, DelaySource, MAX_SERVER_DELAY, ServerDelay};
 use abide::rules::scope::{GateCause, Level, Wait as ScopeWait};
@@ -150,6 +150,59 @@ proptest! {
                 }
                 // And tells the caller not to come back before the server allowed.
                 prop_assert_eq!(stop.not_before, Some(honoured));
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_server_wait_never_lets_the_caller_back_before_the_server_allowed(
+        policy in policy(),
+        server in server_delay(),
+        elapsed in duration(),
+        unit in draw(),
+        cut in 0.0f64..1.5,
+    ) {
+        let progress = Progress { attempt: 1, elapsed };
+        if let Next::Wait(wait) = next_step(Verdict::Retryable, Some(server), progress, &policy, Draw(unit)) {
+            let slept = wait.duration.mul_f64(cut);
+            let not_before = cut_wait(&wait, slept).expect("a server delay binds the caller");
+            // What was slept plus what is kept is never less than the
+            // server's delay: the ending is never earlier than it allowed.
+            if slept < wait.duration {
+                prop_assert!(slept + not_before >= server.delay);
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_scope_wait_keeps_the_gate_and_the_breaker(
+        cause in scope_wait(),
+        wait in duration(),
+        cut in 0.0f64..1.5,
+    ) {
+        let slept = wait.mul_f64(cut);
+        match cut_scope_wait(cause, wait, slept) {
+            Some(left) => {
+                prop_assert!(matches!(cause, ScopeWait::Gate(_) | ScopeWait::HalfOpen(_)));
+                if slept < wait {
+                    prop_assert_eq!(slept + left, wait);
+                }
+            }
+            None => prop_assert!(matches!(cause, ScopeWait::Rate | ScopeWait::Probe(_))),
+        }
+    }
+
+    #[test]
+    fn no_attempt_starts_with_the_budget_spent(policy in policy(), elapsed in duration()) {
+        match attempt_room(&policy, elapsed) {
+            Ok(left) => {
+                prop_assert!(!left.is_zero());
+                prop_assert_eq!(elapsed + left, policy.budget);
+            }
+            Err(stop) => {
+                prop_assert!(elapsed >= policy.budget);
+                prop_assert_eq!(stop.kind(), Kind::BudgetExhausted);
+                prop_assert_eq!(stop.not_before, None);
             }
         }
     }
