@@ -15,7 +15,7 @@ use crate::edge::sink::Sink;
 use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::report::agent::AgentObject;
-use crate::report::audit::Audit;
+use crate::report::audit::{Audit, BreakerEntry};
 use crate::report::narrate::Narrator;
 use crate::report::outcome::Line;
 use crate::report::progress::{self, Progress};
@@ -56,9 +56,15 @@ pub fn main() -> ExitCode {
 /// Whether the command line asked for agent mode, even if it did not parse:
 /// an agent must get its usage error as JSON too.
 fn agent_requested() -> bool {
+    use clap::builder::{FalseyValueParser, TypedValueParser};
+    // The same reading of ABIDE_AGENT as the flag's own (n, no, f, false,
+    // off, 0 and empty are false, in any case), not a shorter copy of it.
     std::env::args_os().any(|a| a == "--agent")
-        || std::env::var("ABIDE_AGENT")
-            .is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false" | "no" | "off"))
+        || std::env::var_os("ABIDE_AGENT").is_some_and(|v| {
+            FalseyValueParser::new()
+                .parse_ref(&clap::Command::new("abide"), None, &v)
+                .unwrap_or(false)
+        })
 }
 
 /// Where `--outcome` (or ABIDE_OUTCOME) sends the outcome, read from a
@@ -508,7 +514,10 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
                 "reason": crate::report::narrate::wait_reason(wait, &plan.policy),
             }),
         ),
-        Event::Breaker(news) => audit.event("breaker", json!({ "news": format!("{news:?}") })),
+        Event::Breaker(news) => audit.event(
+            "breaker",
+            serde_json::to_value(BreakerEntry::new(news)).expect("a breaker entry is JSON"),
+        ),
     }
 }
 

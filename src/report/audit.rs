@@ -8,9 +8,45 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+use crate::clock::rfc3339;
+use crate::rules::scope::{BreakerNews, Level};
+
+/// A breaker's news as the log writes it: `{"state": "opened", "level":
+/// "endpoint", "until": "2026-11-30T10:02:00.000Z"}` or `{"state":
+/// "closed", "level": "scope", "until": null}`. A wire type of its own, so
+/// that renaming the enum never changes the log.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct BreakerEntry {
+    pub state: &'static str,
+    pub level: &'static str,
+    pub until: Option<String>,
+}
+
+impl BreakerEntry {
+    pub fn new(news: &BreakerNews) -> BreakerEntry {
+        let level = |level: &Level| match level {
+            Level::Scope => "scope",
+            Level::Endpoint => "endpoint",
+        };
+        match news {
+            BreakerNews::Opened { until, level: l } => BreakerEntry {
+                state: "opened",
+                level: level(l),
+                until: Some(rfc3339(UNIX_EPOCH + Duration::from_millis(*until))),
+            },
+            BreakerNews::Closed { level: l } => BreakerEntry {
+                state: "closed",
+                level: level(l),
+                until: None,
+            },
+        }
+    }
+}
 
 pub struct Audit {
     file: File,
@@ -61,5 +97,29 @@ impl Audit {
     /// The write error that stopped the log, if any.
     pub fn take_error(&mut self) -> Option<io::Error> {
         self.failed.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn breaker_news_is_written_as_data_not_debug_text() {
+        let opened = BreakerNews::Opened {
+            until: 1_764_496_800_000,
+            level: Level::Endpoint,
+        };
+        assert_eq!(
+            serde_json::to_value(BreakerEntry::new(&opened)).unwrap(),
+            json!({"state": "opened", "level": "endpoint", "until": "2025-11-30T10:00:00.000Z"})
+        );
+        let closed = BreakerNews::Closed {
+            level: Level::Scope,
+        };
+        assert_eq!(
+            serde_json::to_value(BreakerEntry::new(&closed)).unwrap(),
+            json!({"state": "closed", "level": "scope", "until": null})
+        );
     }
 }
