@@ -73,7 +73,6 @@ pub struct Plan {
     pub state_required: bool,
     pub scope_policy: ScopePolicy,
     pub max_concurrent: Option<u32>,
-    pub agent: bool,
     pub max_body: u64,
     pub require: Vec<String>,
     /// Refuse a request after this many identical failures in a row; 0 is off.
@@ -81,8 +80,9 @@ pub struct Plan {
     pub task: Option<String>,
     pub task_ttl: Duration,
     pub log: Option<PathBuf>,
-    /// The temporary file a large stdin body was spooled to, if any.
-    pub spool: Option<Spooled>,
+    /// The temporary file a large stdin body was spooled to, if any: held,
+    /// never read, so that the file lives as long as the plan.
+    _spool: Option<Spooled>,
 }
 
 /// A private temporary file holding a request body, removed when dropped.
@@ -427,14 +427,13 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         state_required: sc.state_required,
         scope_policy,
         max_concurrent: sc.max_concurrent,
-        agent: a.agent,
         max_body: a.max_body,
         require: a.require.clone(),
         no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
         task: a.task.clone(),
         task_ttl: a.task_ttl,
         log: cli.output.log.clone(),
-        spool,
+        _spool: spool,
     })
 }
 
