@@ -723,3 +723,19 @@ impl Drop for TlsServer {
         let _ = self.child.wait();
     }
 }
+
+/// The text of every file in a state directory (and its subdirectories),
+/// so that a test that checks them all cannot pass on an empty set
+/// unnoticed: callers assert the list is not empty.
+pub fn state_files(dir: &std::path::Path) -> Vec<String> {
+    let mut texts = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            texts.extend(state_files(&path));
+        } else {
+            texts.push(std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    texts
+}
