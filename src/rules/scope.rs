@@ -13,15 +13,18 @@ use serde::{Deserialize, Serialize};
 use crate::rules::attempt::{Observation, Phase};
 
 /// The spacing `--rate` keeps between two requests of the scope: the rate's
-/// own interval plus a margin for the jitter between reserving a slot and
-/// the request reaching the server (waking, connecting, writing: a few
-/// milliseconds, more on a loaded machine). Without it a server limiter set
+/// own interval plus a margin for the jitter between letting a request go
+/// and it reaching the server (waking, connecting, writing: a few
+/// milliseconds, tens on a loaded machine). Without it a server limiter set
 /// to the same rate with no burst (nginx `limit_req`, the most common one)
-/// sees two requests 497 ms apart at 2/s and refuses one in four. The margin
-/// is 2 % of the interval, at least 2 ms and at most 25 ms: a fixed cost per
-/// request where jitter is absolute, small where requests are far apart.
+/// sees two requests 497 ms apart at 2/s and refuses one in four; with 2 %
+/// (10 ms at 2/s) it still refused one in 60 while two compilers shared the
+/// machine, a request arriving 24 ms after it was let go. The margin is 5 %
+/// of the interval, at least 1 ms and at most 50 ms: 25 ms at 2/s, 2.5 ms at
+/// 20/s, a price paid where requests are far apart and jitter is small
+/// beside them.
 pub fn spacing(interval: Duration) -> Duration {
-    let margin = (interval / 50).clamp(Duration::from_millis(2), Duration::from_millis(25));
+    let margin = (interval / 20).clamp(Duration::from_millis(1), Duration::from_millis(50));
     interval + margin
 }
 
@@ -785,10 +788,10 @@ mod tests {
     #[test]
     fn the_rate_spacing_leaves_a_margin_for_jitter() {
         let ms = Duration::from_millis;
-        assert_eq!(spacing(ms(500)), ms(510));
-        assert_eq!(spacing(ms(50)), ms(52));
-        assert_eq!(spacing(ms(10)), ms(12));
-        assert_eq!(spacing(Duration::from_secs(60)), ms(60_025));
+        assert_eq!(spacing(ms(500)), ms(525));
+        assert_eq!(spacing(ms(50)), Duration::from_micros(52_500));
+        assert_eq!(spacing(ms(10)), ms(11));
+        assert_eq!(spacing(Duration::from_secs(60)), ms(60_050));
     }
 
     #[test]
