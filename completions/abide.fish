@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_abide_global_optspecs
-    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= ca-native connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer outcome= s/silent v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
+    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= ca-native connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer outcome= s/silent f/fail S/show-error v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
 end
 
 function __fish_abide_needs_command
@@ -78,6 +78,8 @@ complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read 
 complete -c abide -n "__fish_abide_needs_command" -l state-required -d 'Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state when the state store cannot be used'
 complete -c abide -n "__fish_abide_needs_command" -s N -l no-buffer -d 'Write a body to stdout as it comes. Without it, stdout gets nothing of a body until its first MiB has arrived (or all of it, if smaller), so that a small body that breaks off is retried with nothing written. text/event-stream answers always stream'
 complete -c abide -n "__fish_abide_needs_command" -s s -l silent -d 'No progress display or notes; the outcome line is still written'
+complete -c abide -n "__fish_abide_needs_command" -s f -l fail -d 'curl\'s -f, accepted so that curl lines port (-fsS, -fsSL): abide never writes the body of a 4xx or 5xx answer to stdout or -o anyway'
+complete -c abide -n "__fish_abide_needs_command" -s S -l show-error -d 'curl\'s -S, accepted so that -sS ports: abide always says why a run failed, in the outcome line, -s or not'
 complete -c abide -n "__fish_abide_needs_command" -s v -l verbose -d 'One line per attempt and per wait on stderr: the answer or error, the server\'s delay, the wait chosen and why'
 complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated, body_encoding and headers), on success, failure and usage errors alike; nothing else is written'
 complete -c abide -n "__fish_abide_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -330,6 +330,16 @@ pub struct OutputArgs {
     #[arg(short = 's', long, env = "ABIDE_SILENT", value_parser = FalseyValueParser::new())]
     pub silent: bool,
 
+    /// curl's -f, accepted so that curl lines port (-fsS, -fsSL): abide
+    /// never writes the body of a 4xx or 5xx answer to stdout or -o anyway.
+    #[arg(short = 'f', long = "fail")]
+    pub fail: bool,
+
+    /// curl's -S, accepted so that -sS ports: abide always says why a run
+    /// failed, in the outcome line, -s or not.
+    #[arg(short = 'S', long = "show-error")]
+    pub show_error: bool,
+
     /// One line per attempt and per wait on stderr: the answer or error, the
     /// server's delay, the wait chosen and why.
     #[arg(short = 'v', long, env = "ABIDE_VERBOSE", value_parser = FalseyValueParser::new())]

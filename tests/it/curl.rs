@@ -140,6 +140,8 @@ fn seen_from(mut cmd: Command, recorder: &Recorder) -> (Vec<Seen>, Vec<u8>) {
 const CASES: &[&[&str]] = &[
     &["{url}/plain"],
     &["-s", "{url}/quiet?x=1&y=2"],
+    &["-fsS", "{url}/script-style"],
+    &["-fsSL", "-H", "Accept: text/csv", "{url}/report.csv"],
     &["-d", "a=1", "{url}/form"],
     &["-d", "a=1", "-d", "b=2", "{url}/form-twice"],
     &["--data-binary", "@{dir}/lines.txt", "{url}/binary-file"],

@@ -81,6 +81,24 @@ fn not_retryable_is_sent_once() {
 }
 
 #[test]
+fn curls_fail_and_show_error_flags_port_unchanged() {
+    // `curl -fsS URL`: no error body on stdout, and a word on why; abide's
+    // default already, so the flags are accepted, alone and bundled.
+    let lab = scripted(vec![Step::new(404).body("no such report")]);
+    let failed = run(&["-fsS", &lab.url()]);
+    assert_eq!(failed.code, 3, "{}", failed.stderr);
+    assert!(failed.stdout.is_empty(), "an error body reached stdout");
+    assert_eq!(failed.outcome()["error"], "no such report");
+    let lab = scripted(vec![Step::new(200).body("a,b\n")]);
+    let split = run(&["-f", "-s", "-S", "-L", &lab.url()]);
+    assert_eq!(split.code, 0, "{}", split.stderr);
+    assert_eq!(split.stdout_text(), "a,b\n");
+    let long = run(&["--fail", "--show-error", "-sL", &lab.url()]);
+    assert_eq!(long.code, 0, "{}", long.stderr);
+    assert_eq!(lab.records().len(), 2);
+}
+
+#[test]
 fn stops_when_attempts_run_out() {
     let lab = scripted(vec![Step::new(503)]);
     let run = run(&["--attempts", "3", "--backoff", "10ms", &lab.url()]);
