@@ -511,7 +511,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             json!({
                 "before_attempt": retry + 1,
                 "wait_ms": clock::ceil_ms(wait.duration),
-                "reason": crate::report::narrate::wait_reason(wait, &plan.policy),
+                "reason": crate::report::narrate::wait_reason(wait, &plan.policy, &plan.context.scope),
             }),
         ),
         Event::Breaker(news) => audit.event(

@@ -42,7 +42,8 @@ pub enum Ended {
 
 /// Why a wait lasts what it lasts: for `-v`, the countdown's neighbours and
 /// the audit log alike.
-pub fn wait_reason(wait: &Wait, policy: &Policy) -> String {
+pub fn wait_reason(wait: &Wait, policy: &Policy, scope: &str) -> String {
+    let subject = crate::report::outcome::scope_subject(scope);
     match wait.cause {
         WaitCause::Server { server, honoured } => {
             let floor = if honoured > server.delay {
@@ -72,32 +73,32 @@ pub fn wait_reason(wait: &Wait, policy: &Policy) -> String {
         }
         WaitCause::Scope {
             cause: scope::Wait::Rate,
-        } => "the scope's --rate slot".into(),
+        } => format!("the --rate slot of {subject}"),
         WaitCause::Scope {
             cause: scope::Wait::Gate(GateCause::RetryAfter),
-        } => "the scope's gate, closed by a Retry-After, plus jitter".into(),
+        } => format!("the gate of {subject}, closed by a Retry-After, plus jitter"),
         WaitCause::Scope {
             cause: scope::Wait::Gate(GateCause::QuotaExhausted),
-        } => "the scope's gate, until its rate-limit quota resets, plus jitter".into(),
+        } => format!("the gate of {subject}, until its rate-limit quota resets, plus jitter"),
         WaitCause::Scope {
             cause: scope::Wait::HalfOpen(level),
         } => format!(
             "{}, until it lets a probe through, plus jitter",
-            open_breaker(level)
+            open_breaker(level, &subject)
         ),
         WaitCause::Scope {
             cause: scope::Wait::Probe(level),
         } => format!(
             "{}, which another run is probing: until its probe ends, at most this long",
-            open_breaker(level)
+            open_breaker(level, &subject)
         ),
     }
 }
 
-fn open_breaker(level: Level) -> &'static str {
+fn open_breaker(level: Level, subject: &str) -> String {
     match level {
-        Level::Scope => "the scope's open circuit breaker",
-        Level::Endpoint => "this endpoint's open circuit breaker",
+        Level::Scope => format!("the open circuit breaker of {subject}"),
+        Level::Endpoint => "the open circuit breaker of this request's endpoint".into(),
     }
 }
 
@@ -167,7 +168,7 @@ impl Narrator {
 
     /// `-v`: one line when a wait starts: how long, why, and what is left.
     pub fn wait(&self, wait: &Wait, retry: u32, budget_left: Duration) -> String {
-        let why = wait_reason(wait, &self.policy);
+        let why = wait_reason(wait, &self.policy, &self.scope);
         format!(
             "waiting {} before attempt {}/{}: {why}; {} of the budget left",
             span(wait.duration),
@@ -429,13 +430,14 @@ mod tests {
         };
         assert_eq!(
             n.wait(&wait(scope::Wait::HalfOpen(Level::Scope)), 5, S(50)),
-            "waiting 1.05s before attempt 6/4: the scope's open circuit breaker, \
-             until it lets a probe through, plus jitter; 50.0s of the budget left"
+            "waiting 1.05s before attempt 6/4: the open circuit breaker of the API at \
+             https://api.example.com:443, until it lets a probe through, plus jitter; \
+             50.0s of the budget left"
         );
         assert_eq!(
             n.wait(&wait(scope::Wait::Probe(Level::Endpoint)), 0, S(50)),
-            "waiting 1.05s before attempt 1/4: this endpoint's open circuit breaker, \
-             which another run is probing: until its probe ends, at most this long; \
+            "waiting 1.05s before attempt 1/4: the open circuit breaker of this request's \
+             endpoint, which another run is probing: until its probe ends, at most this long; \
              50.0s of the budget left"
         );
         assert_eq!(

@@ -185,16 +185,19 @@ fn capital(text: &str) -> String {
         .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
 
+/// What a scope's limits hold back, in words: the API of the default scope
+/// (an origin), or the scope `--scope` named.
+pub(crate) fn scope_subject(scope: &str) -> String {
+    if scope.starts_with("http://") || scope.starts_with("https://") {
+        format!("the API at {scope}")
+    } else {
+        format!("scope {scope}")
+    }
+}
+
 impl Words<'_> {
-    /// What the scope's limits hold back, in words: the API of the default
-    /// scope (an origin), or the scope `--scope` named.
     fn scope_subject(&self) -> String {
-        let scope = &self.context.scope;
-        if scope.starts_with("http://") || scope.starts_with("https://") {
-            format!("the API at {scope}")
-        } else {
-            format!("scope {scope}")
-        }
+        scope_subject(&self.context.scope)
     }
 
     /// What a breaker holds back: the whole scope, or this request's

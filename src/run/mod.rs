@@ -717,7 +717,9 @@ fn scope_note(waited: Duration, cause: scope::Wait) -> String {
         }
         scope::Wait::Rate => "--rate",
         scope::Wait::HalfOpen(scope::Level::Scope) => "the scope's open circuit breaker",
-        scope::Wait::HalfOpen(scope::Level::Endpoint) => "this endpoint's open circuit breaker",
+        scope::Wait::HalfOpen(scope::Level::Endpoint) => {
+            "the open circuit breaker of this request's endpoint"
+        }
         scope::Wait::Probe(_) => "another run's probe of an open circuit breaker",
     };
     format!(

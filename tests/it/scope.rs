@@ -84,7 +84,9 @@ fn a_second_process_honours_the_first_ones_retry_after(b: &Backend) {
         "the second process came back after {gap:?}"
     );
     assert!(
-        second.stderr.contains("the scope's gate"),
+        second
+            .stderr
+            .contains("the gate of the API at http://127.0.0.1:"),
         "{}",
         second.stderr
     );
@@ -355,8 +357,9 @@ fn a_run_waits_out_an_open_breaker_and_succeeds(b: &Backend) {
         run.stderr
     );
     assert!(
-        run.stderr
-            .contains("open circuit breaker, until it lets a probe through"),
+        run.stderr.contains(
+            "open circuit breaker of this request's endpoint, until it lets a probe through"
+        ),
         "{}",
         run.stderr
     );

@@ -100,7 +100,7 @@ fn a_signal_during_a_wait_ends_the_run_and_keeps_the_servers_delay() {
         // The delay was published before the wait: the next run waits for
         // the scope's gate, and a signal ends that wait too, nothing sent.
         let mut next = Live::spawn(with(&state, &["-v", &lab.url()]));
-        next.wait_for("the scope's gate", PATIENCE);
+        next.wait_for("the gate of the API at", PATIENCE);
         let took = next.signal(signal);
         let next = next.finish();
         assert_cancelled(&next, took, signal, name);
