@@ -52,6 +52,28 @@ pub struct LabArgs {
     pub script: Option<Script>,
 }
 
+impl LabArgs {
+    fn config(&self) -> LabConfig {
+        LabConfig {
+            limit: self.limit,
+            window: self.window,
+            skew: self.skew,
+            script: self.script.clone(),
+        }
+    }
+}
+
+/// The lab's defaults are its flags' defaults, written once, in `LabArgs`.
+impl Default for LabConfig {
+    fn default() -> LabConfig {
+        use clap::{Args, FromArgMatches};
+        let matches = LabArgs::augment_args(clap::Command::new("lab")).get_matches_from(["lab"]);
+        LabArgs::from_arg_matches(&matches)
+            .expect("the lab's defaults parse")
+            .config()
+    }
+}
+
 /// Runs the lab until `--duration` ends or SIGINT/SIGTERM arrives, printing
 /// the URL line, one line per request, and the summary line. Exit status 1
 /// means some client retried early.
@@ -77,12 +99,7 @@ fn serve<W: Write + Send + 'static>(
     out: Arc<Mutex<W>>,
     stop: &AtomicBool,
 ) -> anyhow::Result<Summary> {
-    let config = LabConfig {
-        limit: args.limit,
-        window: args.window,
-        skew: args.skew,
-        script: args.script.clone(),
-    };
+    let config = args.config();
     let printer = Arc::clone(&out);
     let on_record = Box::new(move |record: &Record| {
         // Nobody reading our output is no reason to stop serving.

@@ -39,17 +39,6 @@ pub struct LabConfig {
     pub script: Option<Script>,
 }
 
-impl Default for LabConfig {
-    fn default() -> LabConfig {
-        LabConfig {
-            limit: 4,
-            window: Duration::from_secs(3),
-            skew: Duration::from_millis(150),
-            script: None,
-        }
-    }
-}
-
 /// Called from the connection thread for each finished request, in the
 /// lab's lock (so calls never overlap): it must not call back into the `Lab`.
 pub type OnRecord = Box<dyn Fn(&Record) + Send + Sync>;

@@ -576,6 +576,12 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_url_gets_the_defaults_the_tests_assume() {
+        let plan = plan_of(&["example.com"]).unwrap();
+        assert_eq!(plan.policy, Policy::default());
+    }
+
+    #[test]
     fn curl_defaults() {
         let p = plan_of(&["example.com/x"]).unwrap();
         assert_eq!(p.request.method, "GET");
