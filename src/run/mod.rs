@@ -803,8 +803,8 @@ mod tests {
     use super::*;
     use crate::clock::Millis;
     use crate::rules::scope::{Breaker, Probe, ScopePolicy, ScopeState};
-    use crate::state::Store;
-    use std::cell::{Cell, RefCell};
+    use crate::state::memory::Memory;
+    use std::cell::Cell;
     use std::rc::Rc;
     use std::time::SystemTime;
 
@@ -935,55 +935,12 @@ mod tests {
         answers: Vec<Answer>,
         draw: f64,
         cancel_after: Option<usize>,
-        /// The scope's record at the start, shared through [`Memory`].
+        /// The scope's record at the start, in a [`Memory`] store.
         scope: Option<ScopeState>,
-        elsewhere: Option<Elsewhere>,
-    }
-
-    /// What another process does to the record, and when (ms after the start).
-    type Elsewhere = (u64, fn(&mut ScopeState));
-
-    /// A store in memory on the fake clock, where "another process" may
-    /// change the record at a set time.
-    struct Memory {
-        state: Rc<RefCell<ScopeState>>,
-        time: FakeTime,
-        elsewhere: Cell<Option<Elsewhere>>,
-    }
-
-    impl Memory {
-        fn now(&self) -> Millis {
-            let now = crate::clock::epoch_ms(self.time.wall());
-            if let Some((at, change)) = self.elsewhere.get()
-                && now >= crate::clock::epoch_ms(epoch()) + at
-            {
-                change(&mut self.state.borrow_mut());
-                self.elsewhere.set(None);
-            }
-            now
-        }
-    }
-
-    impl Store for Memory {
-        fn read(&self, _: &str) -> std::io::Result<(ScopeState, Millis)> {
-            let now = self.now();
-            Ok((self.state.borrow().clone(), now))
-        }
-        fn update(
-            &self,
-            _: &str,
-            change: &mut dyn FnMut(&mut ScopeState, Millis),
-        ) -> std::io::Result<()> {
-            let now = self.now();
-            change(&mut self.state.borrow_mut(), now);
-            Ok(())
-        }
-        fn try_slot(&self, _: &str, _: u32, _: Duration) -> std::io::Result<Option<Slot>> {
-            unimplemented!("no --max-concurrent in these tests")
-        }
-        fn take_notes(&self) -> Vec<String> {
-            Vec::new()
-        }
+        /// What another process does to the record, and when (ms after the start).
+        elsewhere: Option<(u64, fn(&mut ScopeState))>,
+        /// `--max-concurrent`, and how many of its slots others hold.
+        max_concurrent: Option<(u32, u32)>,
     }
 
     /// The epoch time of the fake clock's start plus `ms`.
@@ -1001,6 +958,7 @@ mod tests {
                 cancel_after: None,
                 scope: None,
                 elsewhere: None,
+                max_concurrent: None,
             }
         }
 
@@ -1011,15 +969,21 @@ mod tests {
 
         /// Also returns the ranges each attempt asked for.
         fn run_ranged(self) -> (Record, Vec<Limits>, Vec<u128>, Vec<Option<resume::From>>) {
+            let ran = self.run_all();
+            (ran.record, ran.sent, ran.sleeps, ran.ranges)
+        }
+
+        fn run_all(self) -> Ran {
             let mut time = FakeTime::new();
             time.cancel_after = self.cancel_after;
-            let state = Rc::new(RefCell::new(self.scope.clone().unwrap_or_default()));
-            let shared = self.scope.is_some().then(|| {
-                let memory = Memory {
-                    state: Rc::clone(&state),
-                    time: time.clone(),
-                    elsewhere: Cell::new(self.elsewhere),
-                };
+            let clock = time.clone();
+            let memory = self.scope.clone().map(|scope| {
+                Memory::new(scope, move || crate::clock::epoch_ms(clock.wall()))
+                    .elsewhere(self.elsewhere.map(|(at, change)| (at_ms(at), change)))
+                    .slots_held(self.max_concurrent.map_or(0, |(_, held)| held))
+            });
+            let slots = memory.as_ref().map(Memory::slots);
+            let shared = memory.map(|memory| {
                 let policy = ScopePolicy {
                     rate_interval: None,
                     breaker_threshold: 5,
@@ -1032,7 +996,7 @@ mod tests {
                     "s".into(),
                     "ep".into(),
                     policy,
-                    None,
+                    self.max_concurrent.map(|(limit, _)| limit),
                     false,
                 )
             });
@@ -1066,8 +1030,24 @@ mod tests {
                 &mut || draw,
                 &mut |_| {},
             );
-            (record, transport.sent, time.sleeps(), transport.ranges)
+            Ran {
+                record,
+                sent: transport.sent,
+                sleeps: time.sleeps(),
+                ranges: transport.ranges,
+                slots_in_use: slots.map(|n| n.load(std::sync::atomic::Ordering::SeqCst)),
+            }
         }
+    }
+
+    /// What a case's run left: the record, the attempts' limits, the sleeps,
+    /// the ranges asked for, and the scope's slots still in use.
+    struct Ran {
+        record: Record,
+        sent: Vec<Limits>,
+        sleeps: Vec<u128>,
+        ranges: Vec<Option<resume::From>>,
+        slots_in_use: Option<u32>,
     }
 
     fn statuses(record: &Record) -> Vec<Option<u16>> {
@@ -1272,6 +1252,38 @@ mod tests {
             },
             ..ScopeState::default()
         }
+    }
+
+    #[test]
+    fn a_free_concurrency_slot_is_taken_for_the_attempt_and_given_back() {
+        let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
+        case.scope = Some(ScopeState::default());
+        case.max_concurrent = Some((2, 1));
+        let ran = case.run_all();
+        assert_eq!(ran.record.kind(), Kind::Succeeded);
+        assert_eq!(ran.sent.len(), 2);
+        // Only the other process's slot is still held.
+        assert_eq!(ran.slots_in_use, Some(1));
+    }
+
+    #[test]
+    fn no_free_slot_within_the_budget_ends_unsent() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.policy.budget = Duration::from_millis(100);
+        case.scope = Some(ScopeState::default());
+        case.max_concurrent = Some((1, 1));
+        let ran = case.run_all();
+        assert_eq!(ran.record.kind(), Kind::BudgetExhausted);
+        assert!(ran.sent.is_empty(), "sent without a slot");
+        // Polls back off 1, 2, 4 … 20 ms and never sleep past the budget.
+        assert_eq!(&ran.sleeps[..5], [1, 2, 4, 8, 16]);
+        assert!(
+            ran.sleeps[5..].iter().all(|&ms| ms == 20),
+            "{:?}",
+            ran.sleeps
+        );
+        assert!(ran.sleeps.iter().sum::<u128>() <= 100, "{:?}", ran.sleeps);
+        assert_eq!(ran.slots_in_use, Some(1));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! shared state must never stop the traffic it protects.
 
 pub mod file;
+#[cfg(test)]
+pub(crate) mod memory;
 pub mod redis;
 pub mod store;
 
