@@ -803,7 +803,7 @@ mod tests {
     use super::*;
     use crate::clock::Millis;
     use crate::rules::scope::{Breaker, Probe, ScopePolicy, ScopeState};
-    use crate::state::memory::Memory;
+    use crate::state::memory::{Elsewhere, Memory};
     use std::cell::Cell;
     use std::rc::Rc;
     use std::time::SystemTime;
@@ -937,8 +937,9 @@ mod tests {
         cancel_after: Option<usize>,
         /// The scope's record at the start, in a [`Memory`] store.
         scope: Option<ScopeState>,
-        /// What another process does to the record, and when (ms after the start).
-        elsewhere: Option<(u64, fn(&mut ScopeState))>,
+        /// What another process does to the record, and when (here in ms
+        /// after the start, not in store time).
+        elsewhere: Option<Elsewhere>,
         /// `--max-concurrent`, and how many of its slots others hold.
         max_concurrent: Option<(u32, u32)>,
     }
