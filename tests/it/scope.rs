@@ -285,10 +285,13 @@ fn the_breaker_opens_for_the_servers_delay_lets_one_probe_through_and_closes(b: 
     let o = refused.outcome();
     assert_eq!(o["attempts"], 0);
     assert!(o["elapsed_ms"].as_u64().unwrap() < 500, "{o}");
-    // The same moment (give or take the rounding of two clocks' milliseconds).
+    // The same moment, give or take the rounding of two clocks' milliseconds
+    // and the moments each run turns its wait into a time: never later than
+    // when it ends, which on a loaded machine is a few tens of ms after it
+    // decided. Far from the 30 s cooldown either way.
     let same = next_allowed_after(&refused, answered);
     assert!(
-        same.abs_diff(half_open) <= MS(5),
+        same.abs_diff(half_open) <= MS(100),
         "{same:?} vs {half_open:?}"
     );
     assert_eq!(lab.records().len(), 3);
