@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_abide_global_optspecs
-    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= ca-native connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer outcome= s/silent f/fail S/show-error v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
+    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= ca-native connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer i/include I/head outcome= s/silent f/fail S/show-error v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
 end
 
 function __fish_abide_needs_command
@@ -77,6 +77,8 @@ complete -c abide -n "__fish_abide_needs_command" -l idempotent -d 'Treat the re
 complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read no shared state at all'
 complete -c abide -n "__fish_abide_needs_command" -l state-required -d 'Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state when the state store cannot be used'
 complete -c abide -n "__fish_abide_needs_command" -s N -l no-buffer -d 'Write a body to stdout as it comes. Without it, stdout gets nothing of a body until its first MiB has arrived (or all of it, if smaller), so that a small body that breaks off is retried with nothing written. text/event-stream answers always stream'
+complete -c abide -n "__fish_abide_needs_command" -s i -l include -d 'Write the answer\'s head (status line, headers, a blank line) to stdout before its body, as curl\'s -i: only the final answer\'s, sent with the body once it is no longer held (see -N), so a retried attempt\'s head is never seen; a 4xx or 5xx answer writes no head, as with curl -f -i. Header names come in lower case and the reason phrase is the standard one (ureq keeps neither as sent); with -L, only the last answer\'s head. Not with -o FILE'
+complete -c abide -n "__fish_abide_needs_command" -s I -l head -d 'Send a HEAD request and write the answer\'s head to stdout, as curl\'s -I (that is -X HEAD -i)'
 complete -c abide -n "__fish_abide_needs_command" -s s -l silent -d 'No progress display or notes; the outcome line is still written'
 complete -c abide -n "__fish_abide_needs_command" -s f -l fail -d 'curl\'s -f, accepted so that curl lines port (-fsS, -fsSL): abide never writes the body of a 4xx or 5xx answer to stdout or -o anyway'
 complete -c abide -n "__fish_abide_needs_command" -s S -l show-error -d 'curl\'s -S, accepted so that -sS ports: abide always says why a run failed, in the outcome line, -s or not'

@@ -277,7 +277,7 @@ fn fetch(cli: &Cli) -> Kind {
             Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
         },
         None if agent => Sink::capture(agent_keeps),
-        None => Sink::stdout(plan.no_buffer),
+        None => Sink::stdout(plan.no_buffer, plan.include),
     };
     let fingerprint = match &shared {
         Some(_) if plan.no_progress > 0 => plan::fingerprint(&plan.request).ok(),
@@ -383,8 +383,11 @@ fn fetch(cli: &Cli) -> Kind {
         if let Err(e) = sink.commit() {
             record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
         }
-    } else {
-        sink.discard();
+    } else if let Err(e) = sink.discard(&record.head)
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+        && !agent
+    {
+        eprintln!("abide: warning: cannot write the head to stdout: {e}");
     }
     finish(&plan, record, captured, &mut audit, agent)
 }

@@ -315,6 +315,21 @@ pub struct OutputArgs {
     #[arg(short = 'N', long = "no-buffer")]
     pub no_buffer: bool,
 
+    /// Write the answer's head (status line, headers, a blank line) to stdout
+    /// before its body, as curl's -i: only the final answer's, sent with the
+    /// body once it is no longer held (see -N), so a retried attempt's head
+    /// is never seen; a 4xx or 5xx answer writes no head, as with curl -f -i.
+    /// Header names come in lower case and the reason phrase is the standard
+    /// one (ureq keeps neither as sent); with -L, only the last answer's head.
+    /// Not with -o FILE.
+    #[arg(short = 'i', long = "include", conflicts_with = "agent")]
+    pub include: bool,
+
+    /// Send a HEAD request and write the answer's head to stdout, as curl's
+    /// -I (that is -X HEAD -i).
+    #[arg(short = 'I', long = "head", conflicts_with_all = ["agent", "method", "data", "data_binary", "json"])]
+    pub head: bool,
+
     /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
     /// appended to (refused before sending if it cannot be written). Usage
     /// errors write their USAGE_ERROR line there too.

@@ -19,6 +19,10 @@ pub enum Sink {
         hold: usize,
         /// The body so far ended without a newline.
         open_line: bool,
+        /// `-i`: the answer's head is written just before its body.
+        include: bool,
+        /// The head still to be written, before the first byte of the body.
+        head: Vec<u8>,
     },
     /// A regular file (or a new one): a temporary file beside it, renamed on success.
     Atomic {
@@ -59,13 +63,32 @@ pub enum Start {
 }
 
 impl Sink {
-    /// `stream`: write every byte as it comes (`-N`), holding nothing back.
-    pub fn stdout(stream: bool) -> Sink {
+    /// `stream`: write every byte as it comes (`-N`), holding nothing back;
+    /// `include`: write the answer's head before its body (`-i`).
+    pub fn stdout(stream: bool, include: bool) -> Sink {
         Sink::Stdout {
             released: 0,
             held: Vec::new(),
             hold: if stream { 0 } else { HOLD },
             open_line: false,
+            include,
+            head: Vec::new(),
+        }
+    }
+
+    /// The head of the answer whose body comes next. With `-i` it goes out
+    /// with the first bytes of the body (or with the end of an empty one),
+    /// never before a body that may still be retried; once some of a body
+    /// is out, the head that preceded it stands.
+    pub fn head(&mut self, text: &str) {
+        if let Sink::Stdout {
+            include: true,
+            released: 0,
+            head,
+            ..
+        } = self
+        {
+            *head = text.as_bytes().to_vec();
         }
     }
 
@@ -169,6 +192,8 @@ impl Sink {
                 held,
                 hold,
                 open_line,
+                head,
+                ..
             } => {
                 // What was written cannot be taken back (see `clean`).
                 debug_assert!(!over || *released == 0);
@@ -183,8 +208,8 @@ impl Sink {
                 // A stream is flushed as it comes: stdout's line buffer would
                 // keep a piece without a newline from its reader.
                 let out: &mut dyn Write = if *hold == 0 { &mut flushed } else { flushed.0 };
-                let result = hold_then_copy(body, out, held, *hold, released).and_then(|n| {
-                    release(out, held, released)?;
+                let result = hold_then_copy(body, out, head, held, *hold, released).and_then(|n| {
+                    release(out, head, held, released)?;
                     out.flush().map_err(DeliverError::Write)?;
                     Ok(n)
                 });
@@ -251,10 +276,25 @@ impl Sink {
     }
 
     /// Leaves the destination as it was; bytes stdout held back are dropped.
-    pub fn discard(self) {
-        if let Sink::Atomic { temp, file, .. } = self {
-            drop(file);
-            let _ = fs::remove_file(temp);
+    /// With `-i`, a failed run that wrote nothing writes the final answer's
+    /// `head` alone (empty when none came), as curl -f -i does.
+    pub fn discard(self, head: &str) -> io::Result<()> {
+        match self {
+            Sink::Atomic { temp, file, .. } => {
+                drop(file);
+                let _ = fs::remove_file(temp);
+                Ok(())
+            }
+            Sink::Stdout {
+                include: true,
+                released: 0,
+                ..
+            } => {
+                let mut out = io::stdout().lock();
+                out.write_all(head.as_bytes())?;
+                out.flush()
+            }
+            Sink::Stdout { .. } | Sink::Direct { .. } | Sink::Capture { .. } => Ok(()),
         }
     }
 }
@@ -337,12 +377,13 @@ impl Write for Flushed<'_> {
     }
 }
 
-/// Reads into `held` until it holds `hold` bytes, then writes those and
-/// streams the rest; returns the bytes read. A body that ends within
+/// Reads into `held` until it holds `hold` bytes, then writes `head`, those
+/// and streams the rest; returns the bytes read. A body that ends within
 /// `hold` is left held, for the caller to release.
 fn hold_then_copy(
     body: &mut dyn Read,
     out: &mut dyn Write,
+    head: &mut Vec<u8>,
     held: &mut Vec<u8>,
     hold: usize,
     released: &mut u64,
@@ -361,15 +402,19 @@ fn hold_then_copy(
             Err(error) => return Err(DeliverError::Read(error)),
         }
     }
-    release(out, held, released)?;
+    release(out, head, held, released)?;
     copy(body, out, released).map(|n| n + read)
 }
 
+/// Writes the pending head (once), then what is held.
 fn release(
     out: &mut dyn Write,
+    head: &mut Vec<u8>,
     held: &mut Vec<u8>,
     released: &mut u64,
 ) -> Result<(), DeliverError> {
+    out.write_all(&std::mem::take(head))
+        .map_err(DeliverError::Write)?;
     out.write_all(held).map_err(DeliverError::Write)?;
     *released += held.len() as u64;
     held.clear();
@@ -425,7 +470,7 @@ mod tests {
         let err = sink.deliver(&mut BreaksOff(10), Start::Over).unwrap_err();
         assert!(matches!(err, DeliverError::Read(_)));
         assert_eq!(sink.held(), 10);
-        sink.discard();
+        sink.discard("").unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "temp file removed");
     }
@@ -473,6 +518,7 @@ mod tests {
         let cut = hold_then_copy(
             &mut BreaksOff(1000),
             &mut out,
+            &mut Vec::new(),
             &mut held,
             4096,
             &mut released,
@@ -485,12 +531,42 @@ mod tests {
         let cut = hold_then_copy(
             &mut BreaksOff(5000),
             &mut out,
+            &mut Vec::new(),
             &mut held,
             4096,
             &mut released,
         );
         assert!(cut.is_err());
         assert_eq!((out.len(), released, held.len()), (5000, 5000, 0));
+    }
+
+    #[test]
+    fn the_head_goes_out_with_the_body_and_never_before_a_held_one() {
+        let (mut out, mut held, mut released) = (Vec::new(), Vec::new(), 0);
+        let mut head = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        let cut = hold_then_copy(
+            &mut BreaksOff(10),
+            &mut out,
+            &mut head,
+            &mut held,
+            4096,
+            &mut released,
+        );
+        assert!(cut.is_err());
+        assert!(out.is_empty(), "no head before a body that broke off");
+        held.clear();
+        hold_then_copy(
+            &mut &b"ok"[..],
+            &mut out,
+            &mut head,
+            &mut held,
+            4096,
+            &mut released,
+        )
+        .unwrap();
+        release(&mut out, &mut head, &mut held, &mut released).unwrap();
+        assert_eq!(out, b"HTTP/1.1 200 OK\r\n\r\nok");
+        assert!(head.is_empty(), "written once");
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub struct Plan {
     pub continue_output: bool,
     /// `-N`: stdout gets every byte as it comes.
     pub no_buffer: bool,
+    /// `-i`/`-I`: the answer's head goes to stdout before its body.
+    pub include: bool,
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
@@ -223,11 +225,16 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         Some(to) => to,
         None => return Err("--outcome needs stderr, stdout, none or a file path".into()),
     };
+    let include = cli.output.include || cli.output.head;
+    if include && output.is_some() {
+        return Err("-i and -I write the head to stdout, and cannot go with -o FILE yet".into());
+    }
 
     let (body, default_type, spool) = body(cli, stdin)?;
     let method = r
         .method
         .clone()
+        .or_else(|| cli.output.head.then(|| "HEAD".to_string()))
         .unwrap_or_else(|| if body == Body::Empty { "GET" } else { "POST" }.to_string());
 
     // Defaults first; -H replaces a default of the same name or removes it.
@@ -421,6 +428,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         output,
         continue_output: cli.output.continue_at.is_some(),
         no_buffer: cli.output.no_buffer,
+        include,
         outcome_to,
         redactor,
         state,

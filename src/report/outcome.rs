@@ -521,6 +521,7 @@ mod tests {
             error: None,
             ignored_delays: vec![],
             headers: vec![],
+            head: String::new(),
             failed_body: vec![],
             failed_body_truncated: false,
             notes: vec![],

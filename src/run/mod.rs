@@ -119,6 +119,8 @@ struct Run {
     last_error: Option<String>,
     /// The last answer's headers, and the kept start of its body when it failed.
     headers: Vec<(String, String)>,
+    /// The last answer's head, as `-i` and `-D` write it.
+    head: String,
     failed_body: Vec<u8>,
     failed_body_truncated: bool,
     /// Waits the scope imposed before attempts, for the outcome's reason.
@@ -155,6 +157,7 @@ impl Loop<'_> {
             ignored_delays: Vec::new(),
             last_error: None,
             headers: Vec::new(),
+            head: String::new(),
             failed_body: Vec::new(),
             failed_body_truncated: false,
             scope_waits: Vec::new(),
@@ -447,6 +450,7 @@ impl Loop<'_> {
             .iter()
             .map(|(name, value)| (name.clone(), self.redactor.text(value)))
             .collect();
+        run.head = crate::edge::http::head(reply.version, reply.status, &run.headers);
         run.failed_body.clear();
         run.failed_body_truncated = false;
         if whole {
@@ -454,6 +458,7 @@ impl Loop<'_> {
             run.resumed += sink.held();
         } else if matches!(judged, Judged::Verdict(Verdict::Success)) {
             run.expected = length(&reply);
+            sink.head(&run.head);
             let delivered = if self.require.is_empty() {
                 self.deliver(&mut reply, sink, run, number, on_event)
             } else {
@@ -784,6 +789,7 @@ impl Run {
             ignored_delays: self.ignored_delays,
             attempts: self.attempts,
             headers: self.headers,
+            head: self.head,
             failed_body: self.failed_body,
             failed_body_truncated: self.failed_body_truncated,
             notes: self
@@ -910,6 +916,7 @@ mod tests {
                         None => Box::new(std::io::Cursor::new(text)),
                     };
                     Ok(Reply {
+                        version: "HTTP/1.1",
                         status: *status,
                         headers: headers
                             .iter()

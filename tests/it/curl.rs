@@ -197,3 +197,113 @@ fn the_server_sees_what_curl_would_send() {
         differ.join("\n")
     );
 }
+
+/// The answer of the output rows: a fixed head (no Date or Server to
+/// differ), with names in lower case as abide writes them, and a body;
+/// `/missing` is a 404 and a HEAD gets no body.
+fn fixed_server() -> Raw {
+    raw(|mut stream| {
+        let request = read_head(&stream);
+        let status = if request.contains(" /missing ") {
+            "404 Not Found"
+        } else {
+            "200 OK"
+        };
+        let body = if request.starts_with("HEAD ") {
+            ""
+        } else {
+            "hello\n"
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\n\
+             x-custom: forty two\r\ncontent-length: 6\r\nconnection: close\r\n\r\n{body}"
+        );
+    })
+}
+
+/// Output rows: curl's stdout and its `{dir}/out.txt`, if it writes one,
+/// are what abide must write. abide's `-f` is implied, so every row that
+/// asks for an error answer gives curl `-f` too.
+const OUTPUT_CASES: &[&[&str]] = &[
+    &["-i", "{url}/x"],
+    &["-s", "-i", "{url}/x"],
+    &["-I", "{url}/x"],
+    &["-f", "-i", "{url}/missing"],
+    &["-f", "-I", "{url}/missing"],
+];
+
+#[test]
+fn stdout_and_files_hold_what_curl_writes() {
+    let dir = temp_dir("curl-output");
+    let server = fixed_server();
+    let url = server.url();
+    let out = dir.join("out.txt");
+    let mut differ = Vec::new();
+    let written = |mut cmd: Command| {
+        let _ = std::fs::remove_file(&out);
+        let stdout = cmd
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .expect("the client starts")
+            .stdout;
+        (stdout, std::fs::read(&out).ok())
+    };
+    for case in OUTPUT_CASES {
+        let args = fill(case, &url, &dir);
+        let mut curl = Command::new("curl");
+        curl.args(&args);
+        let expected = written(curl);
+        let mut ours = abide(&["--no-state"]);
+        ours.args(&args);
+        let got = written(ours);
+        if got != expected {
+            differ.push(format!(
+                "{args:?}\n  curl:  {:?}\n  abide: {:?}",
+                String::from_utf8_lossy(&expected.0),
+                String::from_utf8_lossy(&got.0)
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} differ:\n{}",
+        differ.len(),
+        OUTPUT_CASES.len(),
+        differ.join("\n")
+    );
+}
+
+#[test]
+fn a_retried_run_includes_only_the_final_answers_head() {
+    let answers = Arc::new(Mutex::new(0));
+    let server = raw(move |mut stream| {
+        read_head(&stream);
+        let first = {
+            let mut n = answers.lock().unwrap();
+            *n += 1;
+            *n == 1
+        };
+        let _ = if first {
+            stream.write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 0\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy",
+            )
+        } else {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n")
+        };
+    });
+    let run = run(&[
+        "--no-state",
+        "--floor",
+        "10ms",
+        "-i",
+        &format!("{}/x", server.url()),
+    ]);
+    assert_eq!(server.accepted(), 2, "the 503 was retried");
+    assert_eq!(
+        run.stdout_text(),
+        "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n"
+    );
+}
