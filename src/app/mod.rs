@@ -379,6 +379,16 @@ fn fetch(cli: &Cli) -> Kind {
         } if record.kind() == Kind::Succeeded => Some((body.clone(), *truncated)),
         _ => None,
     };
+    if let (Some(to), false) = (&plan.dump_header, record.head.is_empty())
+        && let Err(e) = dump_header(to, &record.head)
+    {
+        let why = format!("cannot write -D {}: {e}", to.display());
+        if record.kind() == Kind::Succeeded {
+            record.ending = Ending::Internal(why);
+        } else {
+            eprintln!("abide: warning: {why}");
+        }
+    }
     if record.kind() == Kind::Succeeded {
         if let Err(e) = sink.commit() {
             record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
@@ -542,6 +552,17 @@ fn write_outcome(to: &OutcomeTo, line: &Line) {
             path.display()
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+}
+
+/// `-D`: the final answer's head, to a file or (`-`) stdout.
+fn dump_header(to: &std::path::Path, head: &str) -> std::io::Result<()> {
+    if to.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(head.as_bytes())?;
+        out.flush()
+    } else {
+        std::fs::write(to, head)
     }
 }
 

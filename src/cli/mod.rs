@@ -325,6 +325,18 @@ pub struct OutputArgs {
     #[arg(short = 'i', long = "include", conflicts_with = "agent")]
     pub include: bool,
 
+    /// Write the final answer's head to FILE ("-" is stdout) once the run
+    /// ends, as curl's -D, with the names and phrase of -i; a 4xx or 5xx
+    /// answer's head too. -D - without -o FILE is -i. Nothing is written
+    /// when no answer came.
+    #[arg(
+        short = 'D',
+        long = "dump-header",
+        value_name = "FILE",
+        conflicts_with = "agent"
+    )]
+    pub dump_header: Option<PathBuf>,
+
     /// Send a HEAD request and write the answer's head to stdout, as curl's
     /// -I (that is -X HEAD -i).
     #[arg(short = 'I', long = "head", conflicts_with_all = ["agent", "method", "data", "data_binary", "json"])]

@@ -67,6 +67,9 @@ pub struct Plan {
     pub no_buffer: bool,
     /// `-i`/`-I`: the answer's head goes to stdout before its body.
     pub include: bool,
+    /// `-D FILE`: where the final answer's head is written at the end
+    /// (`-` is stdout, when the body goes to -o FILE).
+    pub dump_header: Option<PathBuf>,
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
@@ -225,7 +228,14 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         Some(to) => to,
         None => return Err("--outcome needs stderr, stdout, none or a file path".into()),
     };
+    let stdout_head = |path: &PathBuf| path.as_os_str() == "-";
+    let dump_to_stdout = cli.output.dump_header.as_ref().is_some_and(stdout_head);
     let include = cli.output.include || cli.output.head;
+    // Without -o FILE, `-D -` writes the head before the body, as -i does.
+    let (include, dump_header) = match &cli.output.dump_header {
+        Some(_) if dump_to_stdout && output.is_none() => (true, None),
+        dump => (include, dump.clone()),
+    };
     if include && output.is_some() {
         return Err("-i and -I write the head to stdout, and cannot go with -o FILE yet".into());
     }
@@ -429,6 +439,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         continue_output: cli.output.continue_at.is_some(),
         no_buffer: cli.output.no_buffer,
         include,
+        dump_header,
         outcome_to,
         redactor,
         state,

@@ -231,6 +231,12 @@ const OUTPUT_CASES: &[&[&str]] = &[
     &["-I", "{url}/x"],
     &["-f", "-i", "{url}/missing"],
     &["-f", "-I", "{url}/missing"],
+    &["-D", "-", "{url}/x"],
+    &["-D", "-", "-o", "/dev/null", "{url}/x"],
+    &["-D", "{dir}/out.txt", "{url}/x"],
+    &["-s", "-D", "{dir}/out.txt", "-o", "/dev/null", "{url}/x"],
+    &["-f", "-D", "{dir}/out.txt", "{url}/missing"],
+    &["-i", "-D", "{dir}/out.txt", "{url}/x"],
 ];
 
 #[test]
@@ -276,7 +282,7 @@ fn stdout_and_files_hold_what_curl_writes() {
 }
 
 #[test]
-fn a_retried_run_includes_only_the_final_answers_head() {
+fn a_retried_run_writes_only_the_final_answers_head() {
     let answers = Arc::new(Mutex::new(0));
     let server = raw(move |mut stream| {
         read_head(&stream);
@@ -294,16 +300,18 @@ fn a_retried_run_includes_only_the_final_answers_head() {
                 .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n")
         };
     });
+    let dumped = temp_dir("curl-retried-head").join("head.txt");
     let run = run(&[
         "--no-state",
         "--floor",
         "10ms",
         "-i",
+        "-D",
+        dumped.to_str().unwrap(),
         &format!("{}/x", server.url()),
     ]);
     assert_eq!(server.accepted(), 2, "the 503 was retried");
-    assert_eq!(
-        run.stdout_text(),
-        "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n"
-    );
+    let head = "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\n";
+    assert_eq!(run.stdout_text(), format!("{head}ok\n"));
+    assert_eq!(std::fs::read_to_string(&dumped).unwrap(), head);
 }
