@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use crate::cli::{self, Cli, Command};
 use crate::clock::{self, SystemClock};
 use crate::edge::cancel::Cancel;
-use crate::edge::http::Http;
+use crate::edge::http::{Body, Http};
 use crate::edge::sink::Sink;
 use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
@@ -19,6 +19,7 @@ use crate::report::audit::{Audit, BreakerEntry};
 use crate::report::narrate::Narrator;
 use crate::report::outcome::Line;
 use crate::report::progress::{self, Progress};
+use crate::report::writeout::{Facts, Format};
 use crate::run::record::{Ending, Record};
 use crate::run::{Event, Loop};
 use crate::state::Shared;
@@ -260,7 +261,7 @@ fn fetch(cli: &Cli) -> Kind {
     }
     if let Some(why) = refusal {
         let record = Record::unsent(Ending::Internal(why));
-        return finish(&plan, record, None, &mut audit, agent);
+        return finish(&plan, record, None, 0, &mut audit, agent);
     }
     let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
         Ok(http) => http,
@@ -389,6 +390,12 @@ fn fetch(cli: &Cli) -> Kind {
             eprintln!("abide: warning: {why}");
         }
     }
+    // The final transfer's bytes, as curl counts them: not those resumed.
+    let downloaded = if record.kind() == Kind::Succeeded {
+        sink.held().saturating_sub(record.resumed)
+    } else {
+        0
+    };
     if record.kind() == Kind::Succeeded {
         if let Err(e) = sink.commit() {
             record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
@@ -399,7 +406,7 @@ fn fetch(cli: &Cli) -> Kind {
     {
         eprintln!("abide: warning: cannot write the head to stdout: {e}");
     }
-    finish(&plan, record, captured, &mut audit, agent)
+    finish(&plan, record, captured, downloaded, &mut audit, agent)
 }
 
 /// Opens the scope state the plan asks for. A store that cannot be opened is
@@ -442,6 +449,7 @@ fn finish(
     plan: &Plan,
     record: Record,
     captured: Option<(Vec<u8>, bool)>,
+    downloaded: u64,
     audit: &mut Option<Audit>,
     agent: bool,
 ) -> Kind {
@@ -478,9 +486,46 @@ fn finish(
         };
         print_object(&object);
     } else {
+        if let Some(format) = &plan.write_out {
+            write_out(format, plan, &record, &line, downloaded);
+        }
         write_outcome(&plan.outcome_to, &line);
     }
     record.kind()
+}
+
+/// `-w`: the format, rendered from the run, to stdout (and stderr after
+/// `%{stderr}`); a reader that went away gets nothing.
+fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloaded: u64) {
+    let uploaded = match &plan.request.body {
+        Body::Empty => 0,
+        Body::Bytes(bytes) => bytes.len() as u64,
+        Body::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+    };
+    let error = if record.kind() == Kind::Succeeded {
+        String::new()
+    } else {
+        line.reason.clone()
+    };
+    let json = line.to_json();
+    let facts = Facts {
+        status: line.status,
+        url: &plan.context.url,
+        method: &plan.context.method,
+        headers: &record.headers,
+        downloaded,
+        uploaded,
+        total: record.elapsed,
+        attempts: record.attempts.len(),
+        exit_code: record.kind().exit_code(),
+        error: &error,
+        json: &json,
+    };
+    let _ = format.render(
+        &facts,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
 }
 
 /// One audit line per loop event.

@@ -337,6 +337,26 @@ pub struct OutputArgs {
     )]
     pub dump_header: Option<PathBuf>,
 
+    /// Write FORMAT to stdout once the run ends, as curl's -w; @FILE reads it
+    /// from a file, its lines joined as curl joins them. Variables:
+    /// %{http_code} (or response_code; 000 without an answer), url_effective
+    /// (the URL asked for: with -L abide does not learn the last one),
+    /// method, content_type, size_download, size_upload, time_total,
+    /// num_retries, exitcode (abide's), errormsg (empty on success, else the
+    /// outcome's reason), json (the outcome line, as --outcome stdout writes
+    /// it), and stdout or stderr to switch where the rest goes;
+    /// %header{NAME} is the final answer's header; %% is %, and \n, \r, \t,
+    /// \\ are escapes. time_connect and time_starttransfer are not measured
+    /// and num_redirects is not counted: they write 0, as curl does for a
+    /// value it does not know. An unknown variable is a usage error.
+    #[arg(
+        short = 'w',
+        long = "write-out",
+        value_name = "FORMAT",
+        conflicts_with = "agent"
+    )]
+    pub write_out: Option<String>,
+
     /// Send a HEAD request and write the answer's head to stdout, as curl's
     /// -I (that is -X HEAD -i).
     #[arg(short = 'I', long = "head", conflicts_with_all = ["agent", "method", "data", "data_binary", "json"])]

@@ -70,6 +70,8 @@ pub struct Plan {
     /// `-D FILE`: where the final answer's head is written at the end
     /// (`-` is stdout, when the body goes to -o FILE).
     pub dump_header: Option<PathBuf>,
+    /// `-w FORMAT`, written at the end.
+    pub write_out: Option<crate::report::writeout::Format>,
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
@@ -227,6 +229,20 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         }
         Some(to) => to,
         None => return Err("--outcome needs stderr, stdout, none or a file path".into()),
+    };
+    let write_out = match cli.output.write_out.as_deref() {
+        Some(text) => {
+            let text = match text.strip_prefix('@') {
+                // As curl reads it: the lines joined, without their line ends.
+                Some(file) => std::fs::read_to_string(file)
+                    .map_err(|e| format!("cannot read the -w format from {file}: {e}"))?
+                    .lines()
+                    .collect(),
+                None => text.to_string(),
+            };
+            Some(crate::report::writeout::Format::parse(&text)?)
+        }
+        None => None,
     };
     let stdout_head = |path: &PathBuf| path.as_os_str() == "-";
     let dump_to_stdout = cli.output.dump_header.as_ref().is_some_and(stdout_head);
@@ -440,6 +456,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         no_buffer: cli.output.no_buffer,
         include,
         dump_header,
+        write_out,
         outcome_to,
         redactor,
         state,

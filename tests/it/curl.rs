@@ -237,11 +237,35 @@ const OUTPUT_CASES: &[&[&str]] = &[
     &["-s", "-D", "{dir}/out.txt", "-o", "/dev/null", "{url}/x"],
     &["-f", "-D", "{dir}/out.txt", "{url}/missing"],
     &["-i", "-D", "{dir}/out.txt", "{url}/x"],
+    &[
+        "-w",
+        "%{http_code} %{content_type} %{size_download}\\n",
+        "{url}/x",
+    ],
+    &["-s", "-o", "/dev/null", "-w", "%{http_code}", "{url}/x"],
+    &["-w", "%header{x-custom}|%header{none}", "{url}/x"],
+    &["-o", "/dev/null", "-w", "@{dir}/format.txt", "{url}/x"],
+    &["-f", "-s", "-w", "%{http_code}\\n", "{url}/missing"],
+    &["-o", "/dev/null", "-w", "a%{stderr}b%{stdout}c", "{url}/x"],
+    &[
+        "-d",
+        "abc",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{size_upload} %{method}",
+        "{url}/x",
+    ],
 ];
 
 #[test]
 fn stdout_and_files_hold_what_curl_writes() {
     let dir = temp_dir("curl-output");
+    std::fs::write(
+        dir.join("format.txt"),
+        "%{method} %{url_effective}\\n%{response_code}%%\\t%{exitcode}|%{errormsg}|\n",
+    )
+    .unwrap();
     let server = fixed_server();
     let url = server.url();
     let out = dir.join("out.txt");
@@ -308,10 +332,46 @@ fn a_retried_run_writes_only_the_final_answers_head() {
         "-i",
         "-D",
         dumped.to_str().unwrap(),
+        "-w",
+        "%{num_retries}",
         &format!("{}/x", server.url()),
     ]);
     assert_eq!(server.accepted(), 2, "the 503 was retried");
     let head = "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\n";
-    assert_eq!(run.stdout_text(), format!("{head}ok\n"));
+    assert_eq!(run.stdout_text(), format!("{head}ok\n1"), "one retry");
     assert_eq!(std::fs::read_to_string(&dumped).unwrap(), head);
+}
+
+#[test]
+fn write_out_json_is_the_outcome_line() {
+    let server = fixed_server();
+    let url = format!("{}/x", server.url());
+    let line = run(&["--no-state", "-o", "/dev/null", "--outcome", "stdout", &url]);
+    let written = run(&[
+        "--no-state",
+        "-o",
+        "/dev/null",
+        "--outcome",
+        "none",
+        "-w",
+        "%{time_total} %{json}",
+        &url,
+    ]);
+    let text = written.stdout_text();
+    let (total, json) = text.split_once(' ').expect("two parts");
+    let without_times = |mut v: serde_json::Value| {
+        let elapsed = v["elapsed_ms"].take().as_u64().unwrap();
+        v["history"][0]["elapsed_ms"].take();
+        (v, elapsed)
+    };
+    let (expected, _) = without_times(serde_json::from_str(&line.stdout_text()).unwrap());
+    let (got, elapsed) = without_times(serde_json::from_str(json).unwrap());
+    assert_eq!(got, expected);
+    let total: f64 = total.parse().unwrap();
+    assert!(total > 0.0, "{total}");
+    let ms = (total * 1000.0).round() as u64;
+    assert!(
+        ms.abs_diff(elapsed) <= 1,
+        "time_total {total} for {elapsed} ms"
+    );
 }
