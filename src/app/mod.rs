@@ -516,6 +516,7 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
         downloaded,
         uploaded,
         total: record.elapsed,
+        head_after: record.head_after,
         attempts: record.attempts.len(),
         exit_code: record.kind().exit_code(),
         error: &error,

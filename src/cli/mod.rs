@@ -346,9 +346,11 @@ pub struct OutputArgs {
     /// outcome's reason), json (the outcome line, as --outcome stdout writes
     /// it), and stdout or stderr to switch where the rest goes;
     /// %header{NAME} is the final answer's header; %% is %, and \n, \r, \t,
-    /// \\ are escapes. time_connect and time_starttransfer are not measured
-    /// and num_redirects is not counted: they write 0, as curl does for a
-    /// value it does not know. An unknown variable is a usage error.
+    /// \\ are escapes. time_total is the whole run's, waits included;
+    /// time_starttransfer is from sending the final attempt to its answer's
+    /// head (connecting included). time_connect is not measured and
+    /// num_redirects is not counted: they write 0, as curl does for a value
+    /// it does not know. An unknown variable is a usage error.
     #[arg(
         short = 'w',
         long = "write-out",

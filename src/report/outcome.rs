@@ -522,6 +522,7 @@ mod tests {
             ignored_delays: vec![],
             headers: vec![],
             head: String::new(),
+            head_after: Duration::ZERO,
             failed_body: vec![],
             failed_body_truncated: false,
             notes: vec![],

@@ -27,6 +27,8 @@ enum Var {
     SizeDownload,
     SizeUpload,
     TimeTotal,
+    /// From sending the final attempt to its answer's head.
+    TimeStartTransfer,
     /// Not measured: 0, as curl writes for a value it does not know.
     Unmeasured,
     NumRedirects,
@@ -47,7 +49,7 @@ const VARS: [(&str, Var); 15] = [
     ("size_upload", Var::SizeUpload),
     ("time_total", Var::TimeTotal),
     ("time_connect", Var::Unmeasured),
-    ("time_starttransfer", Var::Unmeasured),
+    ("time_starttransfer", Var::TimeStartTransfer),
     ("num_redirects", Var::NumRedirects),
     ("num_retries", Var::NumRetries),
     ("exitcode", Var::ExitCode),
@@ -65,6 +67,7 @@ pub struct Facts<'a> {
     pub downloaded: u64,
     pub uploaded: u64,
     pub total: std::time::Duration,
+    pub head_after: std::time::Duration,
     /// Attempts sent.
     pub attempts: usize,
     pub exit_code: u8,
@@ -179,6 +182,7 @@ fn value(var: Var, facts: &Facts) -> String {
         Var::SizeDownload => facts.downloaded.to_string(),
         Var::SizeUpload => facts.uploaded.to_string(),
         Var::TimeTotal => format!("{:.6}", facts.total.as_secs_f64()),
+        Var::TimeStartTransfer => format!("{:.6}", facts.head_after.as_secs_f64()),
         Var::Unmeasured => "0.000000".to_string(),
         Var::NumRedirects => "0".to_string(),
         Var::NumRetries => facts.attempts.saturating_sub(1).to_string(),
@@ -205,6 +209,7 @@ mod tests {
             downloaded: 6,
             uploaded: 0,
             total: std::time::Duration::from_millis(1500),
+            head_after: std::time::Duration::from_millis(250),
             attempts: 3,
             exit_code: 0,
             error: "",
@@ -225,9 +230,9 @@ mod tests {
     fn variables_escapes_and_switches() {
         let (out, err) = rendered(
             "%{http_code} %{content_type} %{size_download}\\n%%%header{X-Custom}\\t\
-             %{num_retries} %{time_total} %{time_connect}%{stderr}%{json}\\\\%{stdout}.",
+             %{num_retries} %{time_total} %{time_starttransfer} %{time_connect}%{stderr}%{json}\\\\%{stdout}.",
         );
-        assert_eq!(out, "200 text/plain 6\n%42\t2 1.500000 0.000000.");
+        assert_eq!(out, "200 text/plain 6\n%42\t2 1.500000 0.250000 0.000000.");
         assert_eq!(err, "{}\\");
         assert_eq!(rendered("%header{none}|%{errormsg}|\\q").0, "||\\q");
     }

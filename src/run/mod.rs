@@ -121,6 +121,8 @@ struct Run {
     headers: Vec<(String, String)>,
     /// The last answer's head, as `-i` and `-D` write it.
     head: String,
+    /// From sending the last attempt to its answer's head (zero without one).
+    head_after: Duration,
     failed_body: Vec<u8>,
     failed_body_truncated: bool,
     /// Waits the scope imposed before attempts, for the outcome's reason.
@@ -158,6 +160,7 @@ impl Loop<'_> {
             last_error: None,
             headers: Vec::new(),
             head: String::new(),
+            head_after: Duration::ZERO,
             failed_body: Vec::new(),
             failed_body_truncated: false,
             scope_waits: Vec::new(),
@@ -184,8 +187,13 @@ impl Loop<'_> {
                 attempt: number,
                 limits,
             });
+            let sent = clock.now();
+            run.head_after = Duration::ZERO;
             let attempted = match transport.send(limits, run.resume.as_ref()) {
-                Ok(reply) => self.answered(reply, sink, clock, &mut run, number, on_event),
+                Ok(reply) => {
+                    run.head_after = clock.now() - sent;
+                    self.answered(reply, sink, clock, &mut run, number, on_event)
+                }
                 Err(failure) => self.failed(failure, clock, &mut run, number, on_event),
             };
             // A signal cuts the request or the download in flight; whatever
@@ -790,6 +798,7 @@ impl Run {
             attempts: self.attempts,
             headers: self.headers,
             head: self.head,
+            head_after: self.head_after,
             failed_body: self.failed_body,
             failed_body_truncated: self.failed_body_truncated,
             notes: self
@@ -1092,6 +1101,13 @@ mod tests {
         assert_eq!(record.waited, Duration::from_secs(3));
         assert_eq!(record.attempts[0].wait, Some(Duration::from_secs(3)));
         assert_eq!(record.error, None);
+        // The final attempt's 10 ms to its head, not the run's time to it.
+        assert_eq!(record.head_after, Duration::from_millis(10));
+        assert!(
+            record.head.starts_with("HTTP/1.1 200 OK\r\n"),
+            "{}",
+            record.head
+        );
     }
 
     #[test]

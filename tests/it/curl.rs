@@ -354,11 +354,12 @@ fn write_out_json_is_the_outcome_line() {
         "--outcome",
         "none",
         "-w",
-        "%{time_total} %{json}",
+        "%{time_starttransfer} %{time_total} %{json}",
         &url,
     ]);
     let text = written.stdout_text();
-    let (total, json) = text.split_once(' ').expect("two parts");
+    let (head, rest) = text.split_once(' ').expect("three parts");
+    let (total, json) = rest.split_once(' ').expect("three parts");
     let without_times = |mut v: serde_json::Value| {
         let elapsed = v["elapsed_ms"].take().as_u64().unwrap();
         v["history"][0]["elapsed_ms"].take();
@@ -367,8 +368,11 @@ fn write_out_json_is_the_outcome_line() {
     let (expected, _) = without_times(serde_json::from_str(&line.stdout_text()).unwrap());
     let (got, elapsed) = without_times(serde_json::from_str(json).unwrap());
     assert_eq!(got, expected);
-    let total: f64 = total.parse().unwrap();
-    assert!(total > 0.0, "{total}");
+    let (head, total): (f64, f64) = (head.parse().unwrap(), total.parse().unwrap());
+    assert!(
+        head > 0.0 && head <= total,
+        "head after {head} s of {total} s"
+    );
     let ms = (total * 1000.0).round() as u64;
     assert!(
         ms.abs_diff(elapsed) <= 1,
