@@ -400,7 +400,7 @@ fn fetch(cli: &Cli) -> Kind {
         if let Err(e) = sink.commit() {
             record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
         }
-    } else if let Err(e) = sink.discard(&record.head)
+    } else if let Err(e) = sink.discard(error_head(&record))
         && e.kind() != std::io::ErrorKind::BrokenPipe
         && !agent
     {
@@ -598,6 +598,17 @@ fn write_outcome(to: &OutcomeTo, line: &Line) {
             path.display()
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+}
+
+/// The head a failed run writes alone with `-i`: that of a final answer
+/// that was itself the failure (a 4xx or 5xx), as curl -f -i writes it;
+/// not a 2xx head whose body never came whole.
+fn error_head(record: &Record) -> &str {
+    let status = record.attempts.last().and_then(|a| a.status);
+    match status {
+        Some(s) if !(200..300).contains(&s) => &record.head,
+        _ => "",
     }
 }
 

@@ -318,7 +318,8 @@ pub struct OutputArgs {
     /// Write the answer's head (status line, headers, a blank line) to stdout
     /// before its body, as curl's -i: only the final answer's, sent with the
     /// body once it is no longer held (see -N), so a retried attempt's head
-    /// is never seen; a 4xx or 5xx answer writes no head, as with curl -f -i.
+    /// is never seen; a final 4xx or 5xx answer writes its head without its
+    /// body, as curl -f -i does, and a 2xx whose body never came whole, none.
     /// Header names come in lower case and the reason phrase is the standard
     /// one (ureq keeps neither as sent); with -L, only the last answer's head.
     /// Not with -o FILE.

@@ -379,3 +379,23 @@ fn write_out_json_is_the_outcome_line() {
         "time_total {total} for {elapsed} ms"
     );
 }
+
+#[test]
+fn a_body_that_never_comes_whole_writes_no_head() {
+    let server = raw(|mut stream| {
+        read_head(&stream);
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc");
+    });
+    let run = run(&[
+        "--no-state",
+        "--attempts",
+        "2",
+        "--backoff",
+        "10ms",
+        "-i",
+        &format!("{}/x", server.url()),
+    ]);
+    assert_eq!(server.accepted(), 2, "the broken body was retried");
+    assert_ne!(run.outcome()["ok"], true);
+    assert_eq!(run.stdout_text(), "", "no 200 head without its body");
+}
