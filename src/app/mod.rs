@@ -274,6 +274,7 @@ fn fetch(cli: &Cli) -> Kind {
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
         Some(path) => match Sink::file(path, plan.continue_output) {
+            Ok(sink) if plan.include => sink.include(),
             Ok(sink) => sink,
             Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
         },

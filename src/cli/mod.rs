@@ -322,7 +322,8 @@ pub struct OutputArgs {
     /// body, as curl -f -i does, and a 2xx whose body never came whole, none.
     /// Header names come in lower case and the reason phrase is the standard
     /// one (ureq keeps neither as sent); with -L, only the last answer's head.
-    /// Not with -o FILE.
+    /// With -o FILE the head goes into FILE before the body (not with -C -);
+    /// a failed run leaves FILE as it was, where curl writes a 4xx head in.
     #[arg(short = 'i', long = "include", conflicts_with = "agent")]
     pub include: bool,
 

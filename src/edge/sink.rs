@@ -29,10 +29,19 @@ pub enum Sink {
         temp: PathBuf,
         file: File,
         target: PathBuf,
+        /// The body's bytes in the file (a head before them not counted).
         len: u64,
+        /// `-i`: the head of the answer whose body comes next, written
+        /// before it whenever the file starts over.
+        head: Option<Vec<u8>>,
     },
     /// `/dev/null`, a FIFO, a terminal: written directly.
-    Direct { file: File, written: u64 },
+    Direct {
+        file: File,
+        written: u64,
+        /// As for `Atomic`, written before the first byte.
+        head: Option<Vec<u8>>,
+    },
     /// `--agent`: the start of the body, kept in memory for the JSON object.
     Capture {
         body: Vec<u8>,
@@ -81,15 +90,31 @@ impl Sink {
     /// never before a body that may still be retried; once some of a body
     /// is out, the head that preceded it stands.
     pub fn head(&mut self, text: &str) {
-        if let Sink::Stdout {
-            include: true,
-            released: 0,
-            head,
-            ..
-        } = self
-        {
-            *head = text.as_bytes().to_vec();
+        match self {
+            Sink::Stdout {
+                include: true,
+                released: 0,
+                head,
+                ..
+            } => *head = text.as_bytes().to_vec(),
+            Sink::Atomic {
+                head: Some(head), ..
+            }
+            | Sink::Direct {
+                head: Some(head),
+                written: 0,
+                ..
+            } => *head = text.as_bytes().to_vec(),
+            _ => {}
         }
+    }
+
+    /// `-i` with `-o FILE`: the file holds the head before the body.
+    pub fn include(mut self) -> Sink {
+        if let Sink::Atomic { head, .. } | Sink::Direct { head, .. } = &mut self {
+            *head = Some(Vec::new());
+        }
+        self
     }
 
     pub fn capture(limit: u64) -> Sink {
@@ -113,7 +138,11 @@ impl Sink {
         match fs::metadata(target) {
             Ok(meta) if !meta.is_file() => {
                 let file = OpenOptions::new().write(true).open(target)?;
-                return Ok(Sink::Direct { file, written: 0 });
+                return Ok(Sink::Direct {
+                    file,
+                    written: 0,
+                    head: None,
+                });
             }
             _ => {}
         }
@@ -151,6 +180,7 @@ impl Sink {
             file,
             target: target.to_path_buf(),
             len,
+            head: None,
         })
     }
 
@@ -218,11 +248,16 @@ impl Sink {
                 }
                 result
             }
-            Sink::Atomic { file, len, .. } => {
+            Sink::Atomic {
+                file, len, head, ..
+            } => {
                 if over {
                     file.set_len(0).map_err(DeliverError::Write)?;
                     file.rewind().map_err(DeliverError::Write)?;
                     *len = 0;
+                    if let Some(head) = head {
+                        file.write_all(head).map_err(DeliverError::Write)?;
+                    }
                 }
                 copy(body, file, len)
             }
@@ -241,7 +276,17 @@ impl Sink {
                 *truncated = matches!(body.read(&mut probe), Ok(1));
                 Ok(read as u64)
             }
-            Sink::Direct { file, written } => copy(body, file, written),
+            Sink::Direct {
+                file,
+                written,
+                head,
+            } => {
+                if let Some(head) = head {
+                    file.write_all(&std::mem::take(head))
+                        .map_err(DeliverError::Write)?;
+                }
+                copy(body, file, written)
+            }
         }
     }
 
@@ -567,6 +612,23 @@ mod tests {
         release(&mut out, &mut head, &mut held, &mut released).unwrap();
         assert_eq!(out, b"HTTP/1.1 200 OK\r\n\r\nok");
         assert!(head.is_empty(), "written once");
+    }
+
+    #[test]
+    fn an_including_file_holds_the_final_head_before_the_body() {
+        let dir = temp_dir("include");
+        let target = dir.join("out.txt");
+        let mut sink = Sink::file(&target, false).unwrap().include();
+        sink.head("HTTP/1.1 200 OK\r\na: 1\r\n\r\n");
+        assert!(sink.deliver(&mut BreaksOff(5), Start::Over).is_err());
+        sink.head("HTTP/1.1 200 OK\r\na: 2\r\n\r\n");
+        sink.deliver(&mut &b"body"[..], Start::Over).unwrap();
+        assert_eq!(sink.held(), 4, "the head is not part of the body");
+        sink.commit().unwrap();
+        assert_eq!(
+            fs::read_to_string(&target).unwrap(),
+            "HTTP/1.1 200 OK\r\na: 2\r\n\r\nbody"
+        );
     }
 
     #[test]

@@ -252,8 +252,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         Some(_) if dump_to_stdout && output.is_none() => (true, None),
         dump => (include, dump.clone()),
     };
-    if include && output.is_some() {
-        return Err("-i and -I write the head to stdout, and cannot go with -o FILE yet".into());
+    if include && cli.output.continue_at.is_some() {
+        return Err("-i and -I cannot go with -C -: the file would hold a head mid-body".into());
     }
 
     let (body, default_type, spool) = body(cli, stdin)?;

@@ -237,6 +237,9 @@ const OUTPUT_CASES: &[&[&str]] = &[
     &["-s", "-D", "{dir}/out.txt", "-o", "/dev/null", "{url}/x"],
     &["-f", "-D", "{dir}/out.txt", "{url}/missing"],
     &["-i", "-D", "{dir}/out.txt", "{url}/x"],
+    &["-i", "-o", "{dir}/out.txt", "{url}/x"],
+    &["-s", "-I", "-o", "{dir}/out.txt", "{url}/x"],
+    &["-i", "-o", "/dev/null", "{url}/x"],
     &[
         "-w",
         "%{http_code} %{content_type} %{size_download}\\n",
