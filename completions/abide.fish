@@ -84,7 +84,7 @@ complete -c abide -n "__fish_abide_needs_command" -s I -l head -d 'Send a HEAD r
 complete -c abide -n "__fish_abide_needs_command" -s s -l silent -d 'No progress display or notes; the outcome line is still written'
 complete -c abide -n "__fish_abide_needs_command" -s f -l fail -d 'curl\'s -f, accepted so that curl lines port (-fsS, -fsSL): abide never writes the body of a 4xx or 5xx answer to stdout or -o anyway'
 complete -c abide -n "__fish_abide_needs_command" -s S -l show-error -d 'curl\'s -S, accepted so that -sS ports: abide always says why a run failed, in the outcome line, -s or not'
-complete -c abide -n "__fish_abide_needs_command" -s v -l verbose -d 'One line per attempt and per wait on stderr: the answer or error, the server\'s delay, the wait chosen and why'
+complete -c abide -n "__fish_abide_needs_command" -s v -l verbose -d 'One line per attempt and per wait on stderr: the answer or error, the server\'s delay, the wait chosen and why; and, as curl -v shows them, each request\'s head ("> GET /path HTTP/1.1", then abide\'s headers, credentials masked; not the framing headers ureq adds) and each answer\'s head ("< HTTP/1.1 200 OK", then its headers, as -i writes them)'
 complete -c abide -n "__fish_abide_needs_command" -l agent -d 'Agent tool mode: stdout gets exactly one JSON object (the outcome plus body, body_truncated, body_encoding and headers), on success, failure and usage errors alike; nothing else is written'
 complete -c abide -n "__fish_abide_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c abide -n "__fish_abide_needs_command" -s V -l version -d 'Print version'

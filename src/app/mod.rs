@@ -323,6 +323,7 @@ fn fetch(cli: &Cli) -> Kind {
         let progress = Progress::new(
             narrator,
             plan.context.method.clone(),
+            request_head(&plan),
             plan.output.is_some(),
             verbose,
             progress::on_terminal(cli.output.silent || agent),
@@ -547,6 +548,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             attempt,
             status,
             server,
+            ..
         } => audit.event(
             "response",
             json!({
@@ -611,6 +613,27 @@ fn error_head(record: &Record) -> &str {
         Some(s) if !(200..300).contains(&s) => &record.head,
         _ => "",
     }
+}
+
+/// The request's head for `-v`, as curl shows it (`> GET /path HTTP/1.1`),
+/// with abide's own headers; ureq adds the framing ones. Every value goes
+/// through the redactor, so a credential shows as its mask.
+fn request_head(plan: &Plan) -> String {
+    let uri = plan.request.url.parse::<ureq::http::Uri>().ok();
+    let target = uri
+        .as_ref()
+        .and_then(|u| u.path_and_query())
+        .map_or("/".to_string(), |p| p.to_string());
+    let host = uri
+        .as_ref()
+        .and_then(|u| u.authority())
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
+    for (name, value) in &plan.request.headers {
+        head.push_str(&format!("{name}: {}\n", plan.redactor.text(value)));
+    }
+    plan.redactor.text(&head)
 }
 
 /// `-D`: the final answer's head, to a file or (`-`) stdout.

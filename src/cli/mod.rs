@@ -392,7 +392,11 @@ pub struct OutputArgs {
     pub show_error: bool,
 
     /// One line per attempt and per wait on stderr: the answer or error, the
-    /// server's delay, the wait chosen and why.
+    /// server's delay, the wait chosen and why; and, as curl -v shows them,
+    /// each request's head ("> GET /path HTTP/1.1", then abide's headers,
+    /// credentials masked; not the framing headers ureq adds) and each
+    /// answer's head ("< HTTP/1.1 200 OK", then its headers, as -i writes
+    /// them).
     #[arg(short = 'v', long, env = "ABIDE_VERBOSE", value_parser = FalseyValueParser::new())]
     pub verbose: bool,
 

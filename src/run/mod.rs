@@ -39,6 +39,8 @@ pub enum Event<'a> {
         attempt: u32,
         status: u16,
         server: Option<ServerDelay>,
+        /// The answer's head as `-i` writes it, for `-v`.
+        head: &'a str,
     },
     Failed {
         attempt: u32,
@@ -440,10 +442,17 @@ impl Loop<'_> {
             status: reply.status,
             should_retry: should_retry(&reply),
         };
+        run.headers = reply
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), self.redactor.text(value)))
+            .collect();
+        run.head = crate::edge::http::head(reply.version, reply.status, &run.headers);
         on_event(Event::Answered {
             attempt: number,
             status: reply.status,
             server,
+            head: &run.head,
         });
         let range = reply.header("content-range");
         let whole = run.resume.is_some() && resume::already_whole(reply.status, range, sink.held());
@@ -453,12 +462,6 @@ impl Loop<'_> {
             decision::classify(observation, self.replay, self.policy)
         });
         let mut error = None;
-        run.headers = reply
-            .headers
-            .iter()
-            .map(|(name, value)| (name.clone(), self.redactor.text(value)))
-            .collect();
-        run.head = crate::edge::http::head(reply.version, reply.status, &run.headers);
         run.failed_body.clear();
         run.failed_body_truncated = false;
         if whole {

@@ -402,3 +402,33 @@ fn a_body_that_never_comes_whole_writes_no_head() {
     assert_ne!(run.outcome()["ok"], true);
     assert_eq!(run.stdout_text(), "", "no 200 head without its body");
 }
+
+#[test]
+fn verbose_shows_both_heads_as_curl_does_with_credentials_masked() {
+    let server = fixed_server();
+    let run = run(&[
+        "--no-state",
+        "-v",
+        "-u",
+        "alice:s3cret-pass",
+        "-H",
+        "X-Api-Key: key-1234567890",
+        "-o",
+        "/dev/null",
+        &format!("{}/x?a=1", server.url()),
+    ]);
+    let stderr = &run.stderr;
+    for line in [
+        "> GET /x?a=1 HTTP/1.1\n",
+        &format!("> Host: {}\n", server.url().trim_start_matches("http://")),
+        "< HTTP/1.1 200 OK\n",
+        "< x-custom: forty two\n",
+    ] {
+        assert!(stderr.contains(line), "{line:?} in {stderr}");
+    }
+    assert!(stderr.contains("> Authorization: "), "{stderr}");
+    assert!(stderr.contains("> X-Api-Key: "), "{stderr}");
+    for secret in ["s3cret-pass", "YWxpY2U6czNjcmV0LXBhc3M=", "key-1234567890"] {
+        assert!(!stderr.contains(secret), "{secret} in {stderr}");
+    }
+}
