@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use crate::cli::{self, Cli, Command};
 use crate::clock::{self, SystemClock};
 use crate::edge::cancel::Cancel;
-use crate::edge::http::Http;
+use crate::edge::http::{Body, Http};
 use crate::edge::sink::Sink;
 use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
@@ -19,6 +19,7 @@ use crate::report::audit::{Audit, BreakerEntry};
 use crate::report::narrate::Narrator;
 use crate::report::outcome::Line;
 use crate::report::progress::{self, Progress};
+use crate::report::writeout::{Facts, Format};
 use crate::run::record::{Ending, Record};
 use crate::run::{Event, Loop};
 use crate::state::Shared;
@@ -260,7 +261,7 @@ fn fetch(cli: &Cli) -> Kind {
     }
     if let Some(why) = refusal {
         let record = Record::unsent(Ending::Internal(why));
-        return finish(&plan, record, None, &mut audit, agent);
+        return finish(&plan, record, None, 0, &mut audit, agent);
     }
     let mut transport = match Http::new(&plan.settings, plan.request.clone()) {
         Ok(http) => http,
@@ -273,11 +274,12 @@ fn fetch(cli: &Cli) -> Kind {
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
         Some(path) => match Sink::file(path, plan.continue_output) {
+            Ok(sink) if plan.include => sink.include(),
             Ok(sink) => sink,
             Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
         },
         None if agent => Sink::capture(agent_keeps),
-        None => Sink::stdout(plan.no_buffer),
+        None => Sink::stdout(plan.no_buffer, plan.include),
     };
     let fingerprint = match &shared {
         Some(_) if plan.no_progress > 0 => plan::fingerprint(&plan.request).ok(),
@@ -321,6 +323,7 @@ fn fetch(cli: &Cli) -> Kind {
         let progress = Progress::new(
             narrator,
             plan.context.method.clone(),
+            request_head(&plan),
             plan.output.is_some(),
             verbose,
             progress::on_terminal(cli.output.silent || agent),
@@ -379,14 +382,33 @@ fn fetch(cli: &Cli) -> Kind {
         } if record.kind() == Kind::Succeeded => Some((body.clone(), *truncated)),
         _ => None,
     };
+    if let (Some(to), false) = (&plan.dump_header, record.head.is_empty())
+        && let Err(e) = dump_header(to, &record.head)
+    {
+        let why = format!("cannot write -D {}: {e}", to.display());
+        if record.kind() == Kind::Succeeded {
+            record.ending = Ending::Internal(why);
+        } else {
+            eprintln!("abide: warning: {why}");
+        }
+    }
+    // The final transfer's bytes, as curl counts them: not those resumed.
+    let downloaded = if record.kind() == Kind::Succeeded {
+        sink.held().saturating_sub(record.resumed)
+    } else {
+        0
+    };
     if record.kind() == Kind::Succeeded {
         if let Err(e) = sink.commit() {
             record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
         }
-    } else {
-        sink.discard();
+    } else if let Err(e) = sink.discard(error_head(&record))
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+        && !agent
+    {
+        eprintln!("abide: warning: cannot write the head to stdout: {e}");
     }
-    finish(&plan, record, captured, &mut audit, agent)
+    finish(&plan, record, captured, downloaded, &mut audit, agent)
 }
 
 /// Opens the scope state the plan asks for. A store that cannot be opened is
@@ -429,6 +451,7 @@ fn finish(
     plan: &Plan,
     record: Record,
     captured: Option<(Vec<u8>, bool)>,
+    downloaded: u64,
     audit: &mut Option<Audit>,
     agent: bool,
 ) -> Kind {
@@ -465,9 +488,47 @@ fn finish(
         };
         print_object(&object);
     } else {
+        if let Some(format) = &plan.write_out {
+            write_out(format, plan, &record, &line, downloaded);
+        }
         write_outcome(&plan.outcome_to, &line);
     }
     record.kind()
+}
+
+/// `-w`: the format, rendered from the run, to stdout (and stderr after
+/// `%{stderr}`); a reader that went away gets nothing.
+fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloaded: u64) {
+    let uploaded = match &plan.request.body {
+        Body::Empty => 0,
+        Body::Bytes(bytes) => bytes.len() as u64,
+        Body::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+    };
+    let error = if record.kind() == Kind::Succeeded {
+        String::new()
+    } else {
+        line.reason.clone()
+    };
+    let json = line.to_json();
+    let facts = Facts {
+        status: line.status,
+        url: &plan.context.url,
+        method: &plan.context.method,
+        headers: &record.headers,
+        downloaded,
+        uploaded,
+        total: record.elapsed,
+        head_after: record.head_after,
+        attempts: record.attempts.len(),
+        exit_code: record.kind().exit_code(),
+        error: &error,
+        json: &json,
+    };
+    let _ = format.render(
+        &facts,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
 }
 
 /// One audit line per loop event.
@@ -487,6 +548,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             attempt,
             status,
             server,
+            ..
         } => audit.event(
             "response",
             json!({
@@ -539,6 +601,49 @@ fn write_outcome(to: &OutcomeTo, line: &Line) {
             path.display()
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+}
+
+/// The head a failed run writes alone with `-i`: that of a final answer
+/// that was itself the failure (a 4xx or 5xx), as curl -f -i writes it;
+/// not a 2xx head whose body never came whole.
+fn error_head(record: &Record) -> &str {
+    let status = record.attempts.last().and_then(|a| a.status);
+    match status {
+        Some(s) if !(200..300).contains(&s) => &record.head,
+        _ => "",
+    }
+}
+
+/// The request's head for `-v`, as curl shows it (`> GET /path HTTP/1.1`),
+/// with abide's own headers; ureq adds the framing ones. Every value goes
+/// through the redactor, so a credential shows as its mask.
+fn request_head(plan: &Plan) -> String {
+    let uri = plan.request.url.parse::<ureq::http::Uri>().ok();
+    let target = uri
+        .as_ref()
+        .and_then(|u| u.path_and_query())
+        .map_or("/".to_string(), |p| p.to_string());
+    let host = uri
+        .as_ref()
+        .and_then(|u| u.authority())
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
+    for (name, value) in &plan.request.headers {
+        head.push_str(&format!("{name}: {}\n", plan.redactor.text(value)));
+    }
+    plan.redactor.text(&head)
+}
+
+/// `-D`: the final answer's head, to a file or (`-`) stdout.
+fn dump_header(to: &std::path::Path, head: &str) -> std::io::Result<()> {
+    if to.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(head.as_bytes())?;
+        out.flush()
+    } else {
+        std::fs::write(to, head)
     }
 }
 

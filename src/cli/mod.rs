@@ -315,6 +315,57 @@ pub struct OutputArgs {
     #[arg(short = 'N', long = "no-buffer")]
     pub no_buffer: bool,
 
+    /// Write the answer's head (status line, headers, a blank line) to stdout
+    /// before its body, as curl's -i: only the final answer's, sent with the
+    /// body once it is no longer held (see -N), so a retried attempt's head
+    /// is never seen; a final 4xx or 5xx answer writes its head without its
+    /// body, as curl -f -i does, and a 2xx whose body never came whole, none.
+    /// Header names come in lower case and the reason phrase is the standard
+    /// one (ureq keeps neither as sent); with -L, only the last answer's head.
+    /// With -o FILE the head goes into FILE before the body (not with -C -);
+    /// a failed run leaves FILE as it was, where curl writes a 4xx head in.
+    #[arg(short = 'i', long = "include", conflicts_with = "agent")]
+    pub include: bool,
+
+    /// Write the final answer's head to FILE ("-" is stdout) once the run
+    /// ends, as curl's -D, with the names and phrase of -i; a 4xx or 5xx
+    /// answer's head too. -D - without -o FILE is -i. Nothing is written
+    /// when no answer came.
+    #[arg(
+        short = 'D',
+        long = "dump-header",
+        value_name = "FILE",
+        conflicts_with = "agent"
+    )]
+    pub dump_header: Option<PathBuf>,
+
+    /// Write FORMAT to stdout once the run ends, as curl's -w; @FILE reads it
+    /// from a file, its lines joined as curl joins them. Variables:
+    /// %{http_code} (or response_code; 000 without an answer), url_effective
+    /// (the URL asked for: with -L abide does not learn the last one),
+    /// method, content_type, size_download, size_upload, time_total,
+    /// num_retries, exitcode (abide's), errormsg (empty on success, else the
+    /// outcome's reason), json (the outcome line, as --outcome stdout writes
+    /// it), and stdout or stderr to switch where the rest goes;
+    /// %header{NAME} is the final answer's header; %% is %, and \n, \r, \t,
+    /// \\ are escapes. time_total is the whole run's, waits included;
+    /// time_starttransfer is from sending the final attempt to its answer's
+    /// head (connecting included). time_connect is not measured and
+    /// num_redirects is not counted: they write 0, as curl does for a value
+    /// it does not know. An unknown variable is a usage error.
+    #[arg(
+        short = 'w',
+        long = "write-out",
+        value_name = "FORMAT",
+        conflicts_with = "agent"
+    )]
+    pub write_out: Option<String>,
+
+    /// Send a HEAD request and write the answer's head to stdout, as curl's
+    /// -I (that is -X HEAD -i).
+    #[arg(short = 'I', long = "head", conflicts_with_all = ["agent", "method", "data", "data_binary", "json"])]
+    pub head: bool,
+
     /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
     /// appended to (refused before sending if it cannot be written). Usage
     /// errors write their USAGE_ERROR line there too.
@@ -341,7 +392,11 @@ pub struct OutputArgs {
     pub show_error: bool,
 
     /// One line per attempt and per wait on stderr: the answer or error, the
-    /// server's delay, the wait chosen and why.
+    /// server's delay, the wait chosen and why; and, as curl -v shows them,
+    /// each request's head ("> GET /path HTTP/1.1", then abide's headers,
+    /// credentials masked; not the framing headers ureq adds) and each
+    /// answer's head ("< HTTP/1.1 200 OK", then its headers, as -i writes
+    /// them).
     #[arg(short = 'v', long, env = "ABIDE_VERBOSE", value_parser = FalseyValueParser::new())]
     pub verbose: bool,
 

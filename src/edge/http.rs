@@ -73,6 +73,8 @@ pub struct Limits {
 
 /// An HTTP answer: status, headers (names lower-cased) and a streaming body.
 pub struct Reply {
+    /// The protocol of the status line, e.g. `HTTP/1.1`.
+    pub version: &'static str,
     pub status: u16,
     pub headers: Vec<(String, String)>,
     /// The body is decoded from its Content-Encoding (`--compressed`).
@@ -87,6 +89,23 @@ impl Reply {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+}
+
+/// An answer's head as curl writes it for `-i` and `-D`: the status line,
+/// one `name: value` line per header in the order received, a blank line,
+/// each ended by CRLF. ureq keeps neither the reason phrase nor the case of
+/// header names: the standard phrase and lower-case names stand in.
+pub fn head(version: &str, status: u16, headers: &[(String, String)]) -> String {
+    let reason = ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or_default();
+    let mut text = format!("{version} {status} {reason}\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str("\r\n");
+    text
 }
 
 /// A transport failure and when it happened.
@@ -445,6 +464,13 @@ impl Transport for Http {
             }
         };
         let status = response.status().as_u16();
+        let version = match response.version() {
+            ureq::http::Version::HTTP_09 => "HTTP/0.9",
+            ureq::http::Version::HTTP_10 => "HTTP/1.0",
+            ureq::http::Version::HTTP_2 => "HTTP/2",
+            ureq::http::Version::HTTP_3 => "HTTP/3",
+            _ => "HTTP/1.1",
+        };
         let headers: Vec<(String, String)> = response
             .headers()
             .iter()
@@ -469,6 +495,7 @@ impl Transport for Http {
             None => (false, body as Box<dyn Read>),
         };
         Ok(Reply {
+            version,
             status,
             headers,
             decoded,

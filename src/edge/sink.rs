@@ -19,16 +19,29 @@ pub enum Sink {
         hold: usize,
         /// The body so far ended without a newline.
         open_line: bool,
+        /// `-i`: the answer's head is written just before its body.
+        include: bool,
+        /// The head still to be written, before the first byte of the body.
+        head: Vec<u8>,
     },
     /// A regular file (or a new one): a temporary file beside it, renamed on success.
     Atomic {
         temp: PathBuf,
         file: File,
         target: PathBuf,
+        /// The body's bytes in the file (a head before them not counted).
         len: u64,
+        /// `-i`: the head of the answer whose body comes next, written
+        /// before it whenever the file starts over.
+        head: Option<Vec<u8>>,
     },
     /// `/dev/null`, a FIFO, a terminal: written directly.
-    Direct { file: File, written: u64 },
+    Direct {
+        file: File,
+        written: u64,
+        /// As for `Atomic`, written before the first byte.
+        head: Option<Vec<u8>>,
+    },
     /// `--agent`: the start of the body, kept in memory for the JSON object.
     Capture {
         body: Vec<u8>,
@@ -59,14 +72,49 @@ pub enum Start {
 }
 
 impl Sink {
-    /// `stream`: write every byte as it comes (`-N`), holding nothing back.
-    pub fn stdout(stream: bool) -> Sink {
+    /// `stream`: write every byte as it comes (`-N`), holding nothing back;
+    /// `include`: write the answer's head before its body (`-i`).
+    pub fn stdout(stream: bool, include: bool) -> Sink {
         Sink::Stdout {
             released: 0,
             held: Vec::new(),
             hold: if stream { 0 } else { HOLD },
             open_line: false,
+            include,
+            head: Vec::new(),
         }
+    }
+
+    /// The head of the answer whose body comes next. With `-i` it goes out
+    /// with the first bytes of the body (or with the end of an empty one),
+    /// never before a body that may still be retried; once some of a body
+    /// is out, the head that preceded it stands.
+    pub fn head(&mut self, text: &str) {
+        match self {
+            Sink::Stdout {
+                include: true,
+                released: 0,
+                head,
+                ..
+            } => *head = text.as_bytes().to_vec(),
+            Sink::Atomic {
+                head: Some(head), ..
+            }
+            | Sink::Direct {
+                head: Some(head),
+                written: 0,
+                ..
+            } => *head = text.as_bytes().to_vec(),
+            _ => {}
+        }
+    }
+
+    /// `-i` with `-o FILE`: the file holds the head before the body.
+    pub fn include(mut self) -> Sink {
+        if let Sink::Atomic { head, .. } | Sink::Direct { head, .. } = &mut self {
+            *head = Some(Vec::new());
+        }
+        self
     }
 
     pub fn capture(limit: u64) -> Sink {
@@ -90,7 +138,11 @@ impl Sink {
         match fs::metadata(target) {
             Ok(meta) if !meta.is_file() => {
                 let file = OpenOptions::new().write(true).open(target)?;
-                return Ok(Sink::Direct { file, written: 0 });
+                return Ok(Sink::Direct {
+                    file,
+                    written: 0,
+                    head: None,
+                });
             }
             _ => {}
         }
@@ -128,6 +180,7 @@ impl Sink {
             file,
             target: target.to_path_buf(),
             len,
+            head: None,
         })
     }
 
@@ -169,6 +222,8 @@ impl Sink {
                 held,
                 hold,
                 open_line,
+                head,
+                ..
             } => {
                 // What was written cannot be taken back (see `clean`).
                 debug_assert!(!over || *released == 0);
@@ -183,8 +238,8 @@ impl Sink {
                 // A stream is flushed as it comes: stdout's line buffer would
                 // keep a piece without a newline from its reader.
                 let out: &mut dyn Write = if *hold == 0 { &mut flushed } else { flushed.0 };
-                let result = hold_then_copy(body, out, held, *hold, released).and_then(|n| {
-                    release(out, held, released)?;
+                let result = hold_then_copy(body, out, head, held, *hold, released).and_then(|n| {
+                    release(out, head, held, released)?;
                     out.flush().map_err(DeliverError::Write)?;
                     Ok(n)
                 });
@@ -193,11 +248,16 @@ impl Sink {
                 }
                 result
             }
-            Sink::Atomic { file, len, .. } => {
+            Sink::Atomic {
+                file, len, head, ..
+            } => {
                 if over {
                     file.set_len(0).map_err(DeliverError::Write)?;
                     file.rewind().map_err(DeliverError::Write)?;
                     *len = 0;
+                    if let Some(head) = head {
+                        file.write_all(head).map_err(DeliverError::Write)?;
+                    }
                 }
                 copy(body, file, len)
             }
@@ -216,7 +276,17 @@ impl Sink {
                 *truncated = matches!(body.read(&mut probe), Ok(1));
                 Ok(read as u64)
             }
-            Sink::Direct { file, written } => copy(body, file, written),
+            Sink::Direct {
+                file,
+                written,
+                head,
+            } => {
+                if let Some(head) = head {
+                    file.write_all(&std::mem::take(head))
+                        .map_err(DeliverError::Write)?;
+                }
+                copy(body, file, written)
+            }
         }
     }
 
@@ -251,10 +321,25 @@ impl Sink {
     }
 
     /// Leaves the destination as it was; bytes stdout held back are dropped.
-    pub fn discard(self) {
-        if let Sink::Atomic { temp, file, .. } = self {
-            drop(file);
-            let _ = fs::remove_file(temp);
+    /// With `-i`, a failed run that wrote nothing writes the final answer's
+    /// `head` alone (empty when none came), as curl -f -i does.
+    pub fn discard(self, head: &str) -> io::Result<()> {
+        match self {
+            Sink::Atomic { temp, file, .. } => {
+                drop(file);
+                let _ = fs::remove_file(temp);
+                Ok(())
+            }
+            Sink::Stdout {
+                include: true,
+                released: 0,
+                ..
+            } => {
+                let mut out = io::stdout().lock();
+                out.write_all(head.as_bytes())?;
+                out.flush()
+            }
+            Sink::Stdout { .. } | Sink::Direct { .. } | Sink::Capture { .. } => Ok(()),
         }
     }
 }
@@ -337,12 +422,13 @@ impl Write for Flushed<'_> {
     }
 }
 
-/// Reads into `held` until it holds `hold` bytes, then writes those and
-/// streams the rest; returns the bytes read. A body that ends within
+/// Reads into `held` until it holds `hold` bytes, then writes `head`, those
+/// and streams the rest; returns the bytes read. A body that ends within
 /// `hold` is left held, for the caller to release.
 fn hold_then_copy(
     body: &mut dyn Read,
     out: &mut dyn Write,
+    head: &mut Vec<u8>,
     held: &mut Vec<u8>,
     hold: usize,
     released: &mut u64,
@@ -361,15 +447,19 @@ fn hold_then_copy(
             Err(error) => return Err(DeliverError::Read(error)),
         }
     }
-    release(out, held, released)?;
+    release(out, head, held, released)?;
     copy(body, out, released).map(|n| n + read)
 }
 
+/// Writes the pending head (once), then what is held.
 fn release(
     out: &mut dyn Write,
+    head: &mut Vec<u8>,
     held: &mut Vec<u8>,
     released: &mut u64,
 ) -> Result<(), DeliverError> {
+    out.write_all(&std::mem::take(head))
+        .map_err(DeliverError::Write)?;
     out.write_all(held).map_err(DeliverError::Write)?;
     *released += held.len() as u64;
     held.clear();
@@ -425,7 +515,7 @@ mod tests {
         let err = sink.deliver(&mut BreaksOff(10), Start::Over).unwrap_err();
         assert!(matches!(err, DeliverError::Read(_)));
         assert_eq!(sink.held(), 10);
-        sink.discard();
+        sink.discard("").unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "temp file removed");
     }
@@ -473,6 +563,7 @@ mod tests {
         let cut = hold_then_copy(
             &mut BreaksOff(1000),
             &mut out,
+            &mut Vec::new(),
             &mut held,
             4096,
             &mut released,
@@ -485,12 +576,59 @@ mod tests {
         let cut = hold_then_copy(
             &mut BreaksOff(5000),
             &mut out,
+            &mut Vec::new(),
             &mut held,
             4096,
             &mut released,
         );
         assert!(cut.is_err());
         assert_eq!((out.len(), released, held.len()), (5000, 5000, 0));
+    }
+
+    #[test]
+    fn the_head_goes_out_with_the_body_and_never_before_a_held_one() {
+        let (mut out, mut held, mut released) = (Vec::new(), Vec::new(), 0);
+        let mut head = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        let cut = hold_then_copy(
+            &mut BreaksOff(10),
+            &mut out,
+            &mut head,
+            &mut held,
+            4096,
+            &mut released,
+        );
+        assert!(cut.is_err());
+        assert!(out.is_empty(), "no head before a body that broke off");
+        held.clear();
+        hold_then_copy(
+            &mut &b"ok"[..],
+            &mut out,
+            &mut head,
+            &mut held,
+            4096,
+            &mut released,
+        )
+        .unwrap();
+        release(&mut out, &mut head, &mut held, &mut released).unwrap();
+        assert_eq!(out, b"HTTP/1.1 200 OK\r\n\r\nok");
+        assert!(head.is_empty(), "written once");
+    }
+
+    #[test]
+    fn an_including_file_holds_the_final_head_before_the_body() {
+        let dir = temp_dir("include");
+        let target = dir.join("out.txt");
+        let mut sink = Sink::file(&target, false).unwrap().include();
+        sink.head("HTTP/1.1 200 OK\r\na: 1\r\n\r\n");
+        assert!(sink.deliver(&mut BreaksOff(5), Start::Over).is_err());
+        sink.head("HTTP/1.1 200 OK\r\na: 2\r\n\r\n");
+        sink.deliver(&mut &b"body"[..], Start::Over).unwrap();
+        assert_eq!(sink.held(), 4, "the head is not part of the body");
+        sink.commit().unwrap();
+        assert_eq!(
+            fs::read_to_string(&target).unwrap(),
+            "HTTP/1.1 200 OK\r\na: 2\r\n\r\nbody"
+        );
     }
 
     #[test]

@@ -65,6 +65,13 @@ pub struct Plan {
     pub continue_output: bool,
     /// `-N`: stdout gets every byte as it comes.
     pub no_buffer: bool,
+    /// `-i`/`-I`: the answer's head goes to stdout before its body.
+    pub include: bool,
+    /// `-D FILE`: where the final answer's head is written at the end
+    /// (`-` is stdout, when the body goes to -o FILE).
+    pub dump_header: Option<PathBuf>,
+    /// `-w FORMAT`, written at the end.
+    pub write_out: Option<crate::report::writeout::Format>,
     pub outcome_to: OutcomeTo,
     pub context: Context,
     pub redactor: Redactor,
@@ -223,11 +230,37 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         Some(to) => to,
         None => return Err("--outcome needs stderr, stdout, none or a file path".into()),
     };
+    let write_out = match cli.output.write_out.as_deref() {
+        Some(text) => {
+            let text = match text.strip_prefix('@') {
+                // As curl reads it: the lines joined, without their line ends.
+                Some(file) => std::fs::read_to_string(file)
+                    .map_err(|e| format!("cannot read the -w format from {file}: {e}"))?
+                    .lines()
+                    .collect(),
+                None => text.to_string(),
+            };
+            Some(crate::report::writeout::Format::parse(&text)?)
+        }
+        None => None,
+    };
+    let stdout_head = |path: &PathBuf| path.as_os_str() == "-";
+    let dump_to_stdout = cli.output.dump_header.as_ref().is_some_and(stdout_head);
+    let include = cli.output.include || cli.output.head;
+    // Without -o FILE, `-D -` writes the head before the body, as -i does.
+    let (include, dump_header) = match &cli.output.dump_header {
+        Some(_) if dump_to_stdout && output.is_none() => (true, None),
+        dump => (include, dump.clone()),
+    };
+    if include && cli.output.continue_at.is_some() {
+        return Err("-i and -I cannot go with -C -: the file would hold a head mid-body".into());
+    }
 
     let (body, default_type, spool) = body(cli, stdin)?;
     let method = r
         .method
         .clone()
+        .or_else(|| cli.output.head.then(|| "HEAD".to_string()))
         .unwrap_or_else(|| if body == Body::Empty { "GET" } else { "POST" }.to_string());
 
     // Defaults first; -H replaces a default of the same name or removes it.
@@ -421,6 +454,9 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         output,
         continue_output: cli.output.continue_at.is_some(),
         no_buffer: cli.output.no_buffer,
+        include,
+        dump_header,
+        write_out,
         outcome_to,
         redactor,
         state,

@@ -7,3 +7,4 @@ pub mod audit;
 pub mod narrate;
 pub mod outcome;
 pub mod progress;
+pub mod writeout;

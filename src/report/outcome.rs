@@ -524,6 +524,8 @@ mod tests {
             error: None,
             ignored_delays: vec![],
             headers: vec![],
+            head: String::new(),
+            head_after: Duration::ZERO,
             failed_body: vec![],
             failed_body_truncated: false,
             notes: vec![],

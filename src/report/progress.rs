@@ -38,6 +38,8 @@ pub struct Progress {
     narrator: Arc<Narrator>,
     /// The request's method, for the `-v` line of each attempt.
     method: String,
+    /// What `-v` shows of each request, redacted.
+    request_head: String,
     verbose: bool,
     /// Draw the countdown on stderr.
     screen: bool,
@@ -70,9 +72,11 @@ impl Progress {
     /// loop's agree to within microseconds.
     /// `to_file`: the body goes to a file (or a pipe), so a download bar may
     /// be drawn on the terminal.
+    /// `request_head`: what `-v` shows of each request, redacted.
     pub fn new(
         narrator: Narrator,
         method: String,
+        request_head: String,
         to_file: bool,
         verbose: bool,
         screen: bool,
@@ -82,6 +86,7 @@ impl Progress {
         Progress {
             narrator: Arc::new(narrator),
             method,
+            request_head,
             verbose,
             screen,
             body_bar: screen && (to_file || !io::stdout().is_terminal()),
@@ -106,12 +111,17 @@ impl Progress {
                 self.say(&state, || {
                     self.narrator.sending(attempt, &self.method, &limits)
                 });
+                self.head_lines(&state, '>', &self.request_head);
             }
             Event::Answered {
                 attempt,
                 status,
                 server,
-            } => self.ended(&mut state, attempt, Ended::Answered { status, server }),
+                head,
+            } => {
+                self.ended(&mut state, attempt, Ended::Answered { status, server });
+                self.head_lines(&state, '<', head);
+            }
             Event::Failed { attempt, error } => {
                 let error = error.to_string();
                 self.ended(&mut state, attempt, Ended::Failed { error });
@@ -140,6 +150,19 @@ impl Progress {
             self.narrator.attempt(attempt, &ended, took, state.limit)
         });
         state.ended = Some(ended);
+    }
+
+    /// A head under `-v`, a line each as curl shows it (`> GET / HTTP/1.1`,
+    /// `< HTTP/1.1 200 OK`), without the blank line that ends it.
+    fn head_lines(&self, state: &State, mark: char, head: &str) {
+        for line in head.lines().filter(|l| !l.trim().is_empty()) {
+            let line = format!("{mark} {}", line.trim_end_matches('\r'));
+            match (self.verbose, &state.shown) {
+                (false, _) => return,
+                (true, Some(bar)) => bar.suspend(|| eprintln!("{line}")),
+                (true, None) => eprintln!("{line}"),
+            }
+        }
     }
 
     /// A `-v` line, written around whatever is on screen.

@@ -39,6 +39,8 @@ pub enum Event<'a> {
         attempt: u32,
         status: u16,
         server: Option<ServerDelay>,
+        /// The answer's head as `-i` writes it, for `-v`.
+        head: &'a str,
     },
     Failed {
         attempt: u32,
@@ -119,6 +121,10 @@ struct Run {
     last_error: Option<String>,
     /// The last answer's headers, and the kept start of its body when it failed.
     headers: Vec<(String, String)>,
+    /// The last answer's head, as `-i` and `-D` write it.
+    head: String,
+    /// From sending the last attempt to its answer's head (zero without one).
+    head_after: Duration,
     failed_body: Vec<u8>,
     failed_body_truncated: bool,
     /// Waits the scope imposed before attempts, for the outcome's reason.
@@ -155,6 +161,8 @@ impl Loop<'_> {
             ignored_delays: Vec::new(),
             last_error: None,
             headers: Vec::new(),
+            head: String::new(),
+            head_after: Duration::ZERO,
             failed_body: Vec::new(),
             failed_body_truncated: false,
             scope_waits: Vec::new(),
@@ -181,8 +189,13 @@ impl Loop<'_> {
                 attempt: number,
                 limits,
             });
+            let sent = clock.now();
+            run.head_after = Duration::ZERO;
             let attempted = match transport.send(limits, run.resume.as_ref()) {
-                Ok(reply) => self.answered(reply, sink, clock, &mut run, number, on_event),
+                Ok(reply) => {
+                    run.head_after = clock.now() - sent;
+                    self.answered(reply, sink, clock, &mut run, number, on_event)
+                }
                 Err(failure) => self.failed(failure, clock, &mut run, number, on_event),
             };
             // A signal cuts the request or the download in flight; whatever
@@ -429,10 +442,17 @@ impl Loop<'_> {
             status: reply.status,
             should_retry: should_retry(&reply),
         };
+        run.headers = reply
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), self.redactor.text(value)))
+            .collect();
+        run.head = crate::edge::http::head(reply.version, reply.status, &run.headers);
         on_event(Event::Answered {
             attempt: number,
             status: reply.status,
             server,
+            head: &run.head,
         });
         let range = reply.header("content-range");
         let whole = run.resume.is_some() && resume::already_whole(reply.status, range, sink.held());
@@ -442,11 +462,6 @@ impl Loop<'_> {
             decision::classify(observation, self.replay, self.policy)
         });
         let mut error = None;
-        run.headers = reply
-            .headers
-            .iter()
-            .map(|(name, value)| (name.clone(), self.redactor.text(value)))
-            .collect();
         run.failed_body.clear();
         run.failed_body_truncated = false;
         if whole {
@@ -454,6 +469,7 @@ impl Loop<'_> {
             run.resumed += sink.held();
         } else if matches!(judged, Judged::Verdict(Verdict::Success)) {
             run.expected = length(&reply);
+            sink.head(&run.head);
             let delivered = if self.require.is_empty() {
                 self.deliver(&mut reply, sink, run, number, on_event)
             } else {
@@ -786,6 +802,8 @@ impl Run {
             ignored_delays: self.ignored_delays,
             attempts: self.attempts,
             headers: self.headers,
+            head: self.head,
+            head_after: self.head_after,
             failed_body: self.failed_body,
             failed_body_truncated: self.failed_body_truncated,
             notes: self
@@ -912,6 +930,7 @@ mod tests {
                         None => Box::new(std::io::Cursor::new(text)),
                     };
                     Ok(Reply {
+                        version: "HTTP/1.1",
                         status: *status,
                         headers: headers
                             .iter()
@@ -1068,6 +1087,13 @@ mod tests {
         assert_eq!(record.waited, Duration::from_secs(3));
         assert_eq!(record.attempts[0].wait, Some(Duration::from_secs(3)));
         assert_eq!(record.error, None);
+        // The final attempt's 10 ms to its head, not the run's time to it.
+        assert_eq!(record.head_after, Duration::from_millis(10));
+        assert!(
+            record.head.starts_with("HTTP/1.1 200 OK\r\n"),
+            "{}",
+            record.head
+        );
     }
 
     #[test]

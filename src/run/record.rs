@@ -35,6 +35,10 @@ pub struct Record {
     pub ignored_delays: Vec<String>,
     /// The last answer's headers (names lower-case).
     pub headers: Vec<(String, String)>,
+    /// The last answer's head, as `-i` and `-D` write it (empty if none came).
+    pub head: String,
+    /// From sending the last attempt to its answer's head (zero without one).
+    pub head_after: Duration,
     /// The kept start of the last answer's body when it was not delivered.
     pub failed_body: Vec<u8>,
     pub failed_body_truncated: bool,
@@ -62,6 +66,8 @@ impl Record {
             error: None,
             ignored_delays: Vec::new(),
             headers: Vec::new(),
+            head: String::new(),
+            head_after: Duration::ZERO,
             failed_body: Vec::new(),
             failed_body_truncated: false,
             notes: Vec::new(),

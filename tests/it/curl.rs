@@ -197,3 +197,238 @@ fn the_server_sees_what_curl_would_send() {
         differ.join("\n")
     );
 }
+
+/// The answer of the output rows: a fixed head (no Date or Server to
+/// differ), with names in lower case as abide writes them, and a body;
+/// `/missing` is a 404 and a HEAD gets no body.
+fn fixed_server() -> Raw {
+    raw(|mut stream| {
+        let request = read_head(&stream);
+        let status = if request.contains(" /missing ") {
+            "404 Not Found"
+        } else {
+            "200 OK"
+        };
+        let body = if request.starts_with("HEAD ") {
+            ""
+        } else {
+            "hello\n"
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\n\
+             x-custom: forty two\r\ncontent-length: 6\r\nconnection: close\r\n\r\n{body}"
+        );
+    })
+}
+
+/// Output rows: curl's stdout and its `{dir}/out.txt`, if it writes one,
+/// are what abide must write. abide's `-f` is implied, so every row that
+/// asks for an error answer gives curl `-f` too.
+const OUTPUT_CASES: &[&[&str]] = &[
+    &["-i", "{url}/x"],
+    &["-s", "-i", "{url}/x"],
+    &["-I", "{url}/x"],
+    &["-f", "-i", "{url}/missing"],
+    &["-f", "-I", "{url}/missing"],
+    &["-D", "-", "{url}/x"],
+    &["-D", "-", "-o", "/dev/null", "{url}/x"],
+    &["-D", "{dir}/out.txt", "{url}/x"],
+    &["-s", "-D", "{dir}/out.txt", "-o", "/dev/null", "{url}/x"],
+    &["-f", "-D", "{dir}/out.txt", "{url}/missing"],
+    &["-i", "-D", "{dir}/out.txt", "{url}/x"],
+    &["-i", "-o", "{dir}/out.txt", "{url}/x"],
+    &["-s", "-I", "-o", "{dir}/out.txt", "{url}/x"],
+    &["-i", "-o", "/dev/null", "{url}/x"],
+    &[
+        "-w",
+        "%{http_code} %{content_type} %{size_download}\\n",
+        "{url}/x",
+    ],
+    &["-s", "-o", "/dev/null", "-w", "%{http_code}", "{url}/x"],
+    &["-w", "%header{x-custom}|%header{none}", "{url}/x"],
+    &["-o", "/dev/null", "-w", "@{dir}/format.txt", "{url}/x"],
+    &["-f", "-s", "-w", "%{http_code}\\n", "{url}/missing"],
+    &["-o", "/dev/null", "-w", "a%{stderr}b%{stdout}c", "{url}/x"],
+    &[
+        "-d",
+        "abc",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{size_upload} %{method}",
+        "{url}/x",
+    ],
+];
+
+#[test]
+fn stdout_and_files_hold_what_curl_writes() {
+    let dir = temp_dir("curl-output");
+    std::fs::write(
+        dir.join("format.txt"),
+        "%{method} %{url_effective}\\n%{response_code}%%\\t%{exitcode}|%{errormsg}|\n",
+    )
+    .unwrap();
+    let server = fixed_server();
+    let url = server.url();
+    let out = dir.join("out.txt");
+    let mut differ = Vec::new();
+    let written = |mut cmd: Command| {
+        let _ = std::fs::remove_file(&out);
+        let stdout = cmd
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .expect("the client starts")
+            .stdout;
+        (stdout, std::fs::read(&out).ok())
+    };
+    for case in OUTPUT_CASES {
+        let args = fill(case, &url, &dir);
+        let mut curl = Command::new("curl");
+        curl.args(&args);
+        let expected = written(curl);
+        let mut ours = abide(&["--no-state"]);
+        ours.args(&args);
+        let got = written(ours);
+        if got != expected {
+            differ.push(format!(
+                "{args:?}\n  curl:  {:?}\n  abide: {:?}",
+                String::from_utf8_lossy(&expected.0),
+                String::from_utf8_lossy(&got.0)
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} differ:\n{}",
+        differ.len(),
+        OUTPUT_CASES.len(),
+        differ.join("\n")
+    );
+}
+
+#[test]
+fn a_retried_run_writes_only_the_final_answers_head() {
+    let answers = Arc::new(Mutex::new(0));
+    let server = raw(move |mut stream| {
+        read_head(&stream);
+        let first = {
+            let mut n = answers.lock().unwrap();
+            *n += 1;
+            *n == 1
+        };
+        let _ = if first {
+            stream.write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 0\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy",
+            )
+        } else {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n")
+        };
+    });
+    let dumped = temp_dir("curl-retried-head").join("head.txt");
+    let run = run(&[
+        "--no-state",
+        "--floor",
+        "10ms",
+        "-i",
+        "-D",
+        dumped.to_str().unwrap(),
+        "-w",
+        "%{num_retries}",
+        &format!("{}/x", server.url()),
+    ]);
+    assert_eq!(server.accepted(), 2, "the 503 was retried");
+    let head = "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\n";
+    assert_eq!(run.stdout_text(), format!("{head}ok\n1"), "one retry");
+    assert_eq!(std::fs::read_to_string(&dumped).unwrap(), head);
+}
+
+#[test]
+fn write_out_json_is_the_outcome_line() {
+    let server = fixed_server();
+    let url = format!("{}/x", server.url());
+    let line = run(&["--no-state", "-o", "/dev/null", "--outcome", "stdout", &url]);
+    let written = run(&[
+        "--no-state",
+        "-o",
+        "/dev/null",
+        "--outcome",
+        "none",
+        "-w",
+        "%{time_starttransfer} %{time_total} %{json}",
+        &url,
+    ]);
+    let text = written.stdout_text();
+    let (head, rest) = text.split_once(' ').expect("three parts");
+    let (total, json) = rest.split_once(' ').expect("three parts");
+    let without_times = |mut v: serde_json::Value| {
+        let elapsed = v["elapsed_ms"].take().as_u64().unwrap();
+        v["history"][0]["elapsed_ms"].take();
+        (v, elapsed)
+    };
+    let (expected, _) = without_times(serde_json::from_str(&line.stdout_text()).unwrap());
+    let (got, elapsed) = without_times(serde_json::from_str(json).unwrap());
+    assert_eq!(got, expected);
+    let (head, total): (f64, f64) = (head.parse().unwrap(), total.parse().unwrap());
+    assert!(
+        head > 0.0 && head <= total,
+        "head after {head} s of {total} s"
+    );
+    let ms = (total * 1000.0).round() as u64;
+    assert!(
+        ms.abs_diff(elapsed) <= 1,
+        "time_total {total} for {elapsed} ms"
+    );
+}
+
+#[test]
+fn a_body_that_never_comes_whole_writes_no_head() {
+    let server = raw(|mut stream| {
+        read_head(&stream);
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc");
+    });
+    let run = run(&[
+        "--no-state",
+        "--attempts",
+        "2",
+        "--backoff",
+        "10ms",
+        "-i",
+        &format!("{}/x", server.url()),
+    ]);
+    assert_eq!(server.accepted(), 2, "the broken body was retried");
+    assert_ne!(run.outcome()["ok"], true);
+    assert_eq!(run.stdout_text(), "", "no 200 head without its body");
+}
+
+#[test]
+fn verbose_shows_both_heads_as_curl_does_with_credentials_masked() {
+    let server = fixed_server();
+    let run = run(&[
+        "--no-state",
+        "-v",
+        "-u",
+        "alice:s3cret-pass",
+        "-H",
+        "X-Api-Key: key-1234567890",
+        "-o",
+        "/dev/null",
+        &format!("{}/x?a=1", server.url()),
+    ]);
+    let stderr = &run.stderr;
+    for line in [
+        "> GET /x?a=1 HTTP/1.1\n",
+        &format!("> Host: {}\n", server.url().trim_start_matches("http://")),
+        "< HTTP/1.1 200 OK\n",
+        "< x-custom: forty two\n",
+    ] {
+        assert!(stderr.contains(line), "{line:?} in {stderr}");
+    }
+    assert!(stderr.contains("> Authorization: "), "{stderr}");
+    assert!(stderr.contains("> X-Api-Key: "), "{stderr}");
+    for secret in ["s3cret-pass", "YWxpY2U6czNjcmV0LXBhc3M=", "key-1234567890"] {
+        assert!(!stderr.contains(secret), "{secret} in {stderr}");
+    }
+}
