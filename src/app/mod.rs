@@ -629,9 +629,22 @@ fn request_head(plan: &Plan) -> String {
         .and_then(|u| u.authority())
         .map(|a| a.to_string())
         .unwrap_or_default();
+    let target = crate::redact::url(&target);
     let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
     for (name, value) in &plan.request.headers {
-        head.push_str(&format!("{name}: {}\n", plan.redactor.text(value)));
+        // Masked where abide put it, however short: a credential header's
+        // value (its scheme, "Bearer", may show).
+        let shown = if crate::redact::is_secret_name(name) {
+            match value.split_once(' ') {
+                Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => {
+                    format!("{scheme} ***")
+                }
+                _ => "***".to_string(),
+            }
+        } else {
+            plan.redactor.text(value)
+        };
+        head.push_str(&format!("{name}: {shown}\n"));
     }
     plan.redactor.text(&head)
 }

@@ -431,4 +431,27 @@ fn verbose_shows_both_heads_as_curl_does_with_credentials_masked() {
     for secret in ["s3cret-pass", "YWxpY2U6czNjcmV0LXBhc3M=", "key-1234567890"] {
         assert!(!stderr.contains(secret), "{secret} in {stderr}");
     }
+    assert!(stderr.contains("> Authorization: Basic ***\n"), "{stderr}");
+
+    // A credential abide put there is masked however short, and so is a
+    // secret-looking query value.
+    let run = super::util::run(&[
+        "--no-state",
+        "-v",
+        "-H",
+        "X-Api-Key: k3y",
+        "-o",
+        "/dev/null",
+        &format!("{}/x?token=t0k&a=1", server.url()),
+    ]);
+    let stderr = &run.stderr;
+    assert!(stderr.contains("> X-Api-Key: ***\n"), "{stderr}");
+    assert!(
+        stderr.contains("> GET /x?token=***&a=1 HTTP/1.1\n"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("k3y") && !stderr.contains("t0k"),
+        "{stderr}"
+    );
 }
