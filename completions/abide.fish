@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_abide_global_optspecs
-    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= x/proxy= k/insecure cacert= ca-native connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer i/include D/dump-header= w/write-out= I/head outcome= s/silent f/fail S/show-error v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
+    string join \n generate= X/request= H/header= d/data= data-binary= json= L/location u/user= A/user-agent= e/referer= oauth2-bearer= http1.1 http2 http3 x/proxy= k/insecure cacert= ca-native connect-timeout= m/max-time= stall= compressed max-ratio= attempts= retry= retry-connrefused budget= max-wait= retry-on= floor= jitter= backoff= backoff-max= idempotency-key= idempotent scope= state-dir= no-state state= state-required rate= max-concurrent= breaker= breaker-cooldown= o/output= C/continue-at= N/no-buffer i/include D/dump-header= w/write-out= I/head outcome= s/silent f/fail S/show-error v/verbose log= agent max-body= require= no-progress= task= task-ttl= h/help V/version
 end
 
 function __fish_abide_needs_command
@@ -37,6 +37,8 @@ complete -c abide -n "__fish_abide_needs_command" -l data-binary -d 'Body as raw
 complete -c abide -n "__fish_abide_needs_command" -l json -d 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json' -r
 complete -c abide -n "__fish_abide_needs_command" -s u -l user -d 'Basic authentication, USER:PASSWORD' -r
 complete -c abide -n "__fish_abide_needs_command" -s A -l user-agent -d 'User-Agent header [default: abide/VERSION]' -r
+complete -c abide -n "__fish_abide_needs_command" -s e -l referer -d 'Referer header, as curl\'s -e' -r
+complete -c abide -n "__fish_abide_needs_command" -l oauth2-bearer -d 'Authorization: Bearer TOKEN, masked like -u in every output. (Checked by `plan`, not by clap, which would quote a refused token.)' -r
 complete -c abide -n "__fish_abide_needs_command" -s x -l proxy -d 'Proxy URL (http://, https://, socks5://); the usual proxy environment variables are honoured without it' -r
 complete -c abide -n "__fish_abide_needs_command" -l cacert -d 'Trust the CA certificates in this PEM file instead of the built-in roots; a server whose certificate is one of them exactly (a self-signed one) is trusted too, as curl does' -r -F
 complete -c abide -n "__fish_abide_needs_command" -l connect-timeout -d 'Longest time to connect, per attempt' -r
@@ -72,9 +74,13 @@ complete -c abide -n "__fish_abide_needs_command" -l no-progress -d 'Refuse, uns
 complete -c abide -n "__fish_abide_needs_command" -l task -d 'With --idempotency-key auto: keep the generated key in the scope state under this task id, so that every rerun of the task sends the same key. The run is refused, unsent, if the key cannot be stored first, or if the scope already keeps 1024 live task keys' -r
 complete -c abide -n "__fish_abide_needs_command" -l task-ttl -d 'How long a task\'s idempotency key is kept (never less)' -r
 complete -c abide -n "__fish_abide_needs_command" -s L -l location -d 'Follow redirects (at most 10), as curl does: 307 and 308 re-send the method and body; 303, and 301 or 302 after a POST, become a GET without a body; -u, Authorization and Cookie go on to the same origin only; a Retry-After on a redirect is waited first. Without -L a 3xx answer is final'
+complete -c abide -n "__fish_abide_needs_command" -l http1.1 -d 'Accepted, as curl\'s --http1.1: abide speaks HTTP/1.1'
+complete -c abide -n "__fish_abide_needs_command" -l http2 -d 'Refused with a word on why: abide speaks HTTP/1.1 only, which every HTTP/2 or HTTP/3 server also speaks'
+complete -c abide -n "__fish_abide_needs_command" -l http3 -d 'See --http2'
 complete -c abide -n "__fish_abide_needs_command" -s k -l insecure -d 'Do not verify the server\'s TLS certificate'
 complete -c abide -n "__fish_abide_needs_command" -l ca-native -d 'Trust the operating system\'s certificate store instead of the built-in roots'
 complete -c abide -n "__fish_abide_needs_command" -l compressed -d 'Ask for a compressed answer (gzip, deflate, br) and decode it. Without it no encoding is asked for, and a body is written as it came'
+complete -c abide -n "__fish_abide_needs_command" -l retry-connrefused -d 'Accepted, as curl\'s: abide retries a refused connection anyway (a service that is starting), within --attempts and --budget'
 complete -c abide -n "__fish_abide_needs_command" -l idempotent -d 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'
 complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read no shared state at all'
 complete -c abide -n "__fish_abide_needs_command" -l state-required -d 'Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state when the state store cannot be used'

@@ -118,6 +118,28 @@ pub struct RequestArgs {
     #[arg(short = 'A', long = "user-agent", value_name = "NAME")]
     pub user_agent: Option<String>,
 
+    /// Referer header, as curl's -e.
+    #[arg(short = 'e', long = "referer", value_name = "URL", value_parser = parse_header_value)]
+    pub referer: Option<String>,
+
+    /// Authorization: Bearer TOKEN, masked like -u in every output.
+    /// (Checked by `plan`, not by clap, which would quote a refused token.)
+    #[arg(long = "oauth2-bearer", value_name = "TOKEN", conflicts_with = "user")]
+    pub oauth2_bearer: Option<String>,
+
+    /// Accepted, as curl's --http1.1: abide speaks HTTP/1.1.
+    #[arg(long = "http1.1")]
+    pub http1_1: bool,
+
+    /// Refused with a word on why: abide speaks HTTP/1.1 only, which every
+    /// HTTP/2 or HTTP/3 server also speaks.
+    #[arg(long = "http2", hide = true)]
+    pub http2: bool,
+
+    /// See --http2.
+    #[arg(long = "http3", hide = true)]
+    pub http3: bool,
+
     /// Proxy URL (http://, https://, socks5://); the usual proxy environment
     /// variables are honoured without it.
     #[arg(short = 'x', long = "proxy", value_name = "URL")]
@@ -178,6 +200,11 @@ pub struct PolicyArgs {
     /// curl's spelling: N retries, that is N+1 attempts (wins over ABIDE_ATTEMPTS).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..1000))]
     pub retry: Option<u32>,
+
+    /// Accepted, as curl's: abide retries a refused connection anyway (a
+    /// service that is starting), within --attempts and --budget.
+    #[arg(long = "retry-connrefused")]
+    pub retry_connrefused: bool,
 
     /// Wall-clock budget for the whole run, waits and requests together. No wait
     /// that would end beyond it is started, nor any attempt after it. Given on the command line
@@ -547,7 +574,7 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
     })
 }
 
-fn parse_header_value(text: &str) -> Result<String, String> {
+pub(crate) fn parse_header_value(text: &str) -> Result<String, String> {
     // RFC 9110 §5.5: visible characters, spaces and tabs; no other controls.
     if text.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
         Err("a header value cannot contain line breaks or other control characters".into())

@@ -284,6 +284,24 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             crate::edge::decode::ACCEPTED.into(),
         ));
     }
+    if r.http2 || r.http3 {
+        let version = if r.http3 { "--http3" } else { "--http2" };
+        return Err(format!(
+            "abide speaks HTTP/1.1 only; drop {version} (every HTTP/2 and HTTP/3 server speaks HTTP/1.1 too)"
+        ));
+    }
+    if let Some(referer) = &r.referer {
+        headers.push(("Referer".into(), referer.clone()));
+    }
+    if let Some(token) = &r.oauth2_bearer {
+        if crate::cli::parse_header_value(token).is_err() {
+            return Err(
+                "--oauth2-bearer cannot contain line breaks or other control characters".into(),
+            );
+        }
+        redactor.add(token);
+        headers.push(("Authorization".into(), format!("Bearer {token}")));
+    }
     let credentials = match (&r.user, &target.userinfo) {
         (Some(user), _) => Some(user.clone()),
         (None, Some(userinfo)) => Some(userinfo.clone()),

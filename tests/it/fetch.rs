@@ -99,6 +99,16 @@ fn curls_fail_and_show_error_flags_port_unchanged() {
 }
 
 #[test]
+fn http2_and_http3_are_refused_with_a_reason() {
+    for flag in ["--http2", "--http3"] {
+        let run = run(&[flag, "http://127.0.0.1:1/"]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        let reason = run.outcome()["reason"].as_str().unwrap().to_string();
+        assert!(reason.contains("abide speaks HTTP/1.1 only"), "{reason}");
+    }
+}
+
+#[test]
 fn stops_when_attempts_run_out() {
     let lab = scripted(vec![Step::new(503)]);
     let run = run(&["--attempts", "3", "--backoff", "10ms", &lab.url()]);
