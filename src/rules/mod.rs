@@ -7,6 +7,7 @@ pub mod attempt;
 pub mod contract;
 pub mod decision;
 pub mod delay;
+pub mod pace;
 pub mod ratelimit;
 pub mod resume;
 pub mod scope;
