@@ -17,6 +17,7 @@
 //! - [`cli`], `plan`: from flags to a plan; [`app`]: the wiring, with
 //!   `abide mcp` and `abide demo`; [`lab`]: the test server.
 pub mod app;
+pub mod batch;
 pub mod cli;
 pub mod clock;
 pub(crate) mod edge;
