@@ -164,7 +164,10 @@ class Nginx:
     """Debian's nginx (`nginx-light`) on a free loopback port, with
     `limit_req` at `rate` requests a second and no burst (nginx's default:
     a request sooner than 1/rate after the last one it let through is
-    refused), answering 429 when it refuses. `/` serves a 3-byte file.
+    refused), answering 429 when it refuses. `/` serves a 3-byte file, and
+    so does `/free/`, without the limit. A connection serves any number of
+    requests (`keepalive_requests`), so that a count of connections shows
+    the client's reuse, not nginx's default cut at 1,000.
     `counts()` reads nginx's own access log: the reference for "never too
     fast" is the server's limiter, not the client's clock."""
 
@@ -198,11 +201,13 @@ http {{
   access_log {self.log} t;
   limit_req_zone $binary_remote_addr zone=z:1m rate={rate}r/s;
   limit_req_status 429;
+  keepalive_requests 1000000;
   client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;
   fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
   server {{
     listen 127.0.0.1:{port};
     location / {{ limit_req zone=z; root {d}/www; try_files /index.html =404; }}
+    location /free/ {{ root {d}/www; try_files /index.html =404; }}
   }}
 }}
 """)

@@ -9,10 +9,11 @@
 //!   up), remember the rate the server refused, `W`, and go on at `β·W`,
 //!   with `β = 0.7`. `W` is the pace abide kept, not (as AWS) the lower of
 //!   it and the measured rate: on a rising curve the measured rate lags by
-//!   half a bucket, and in a simulation against a limiter at 20/s it put
-//!   `W` 7 % (after slow start, 33 %) too low, for 10 % less throughput. Refusals of requests sent before the cut took effect (sent
-//!   before it, or within one new interval after it, since their spacing
-//!   came from the old rate) teach nothing new and cut nothing.
+//!   half a bucket, and in the simulation below that put `W` 7 % (after
+//!   slow start, 33 %) too low and cost 4 % of the throughput. Refusals of
+//!   requests sent before the cut took effect (sent before it, or within
+//!   one new interval after it, since their spacing came from the old
+//!   rate) teach nothing new and cut nothing.
 //! - **While answers succeed**, follow the CUBIC curve
 //!   `W + C·(t − K)³` with `C = 0.4` and `t` the seconds since the cut:
 //!   it is `β·W` at the cut, climbs fast and then flattens as it comes back
@@ -31,6 +32,13 @@
 //! - **Bounds**: never below [`Params::floor`] (0.5/s, as AWS) nor above
 //!   [`Params::ceiling`] (1000/s: the scope's `--rate` slots are whole
 //!   milliseconds).
+//!
+//! Against nginx-like limiting at 20/s without burst (a fake-clock
+//! simulation in the tests: 8 workers, 1–4 ms of network each way), 400
+//! requests see 11 refused of 411 sent and finish at 16.6/s, 0.83 of the
+//! limit. Lower limits cost more refusals (one per CUBIC cycle of `K`
+//! seconds: 6 % at 10/s), higher ones more of the start (0.73 of the limit
+//! at 40/s over 400 requests).
 //!
 //! The rule is evaluated at each answer, under the scope state's lock, and
 //! its state ([`Pace`]) lives in the scope's record: several batches, or a
