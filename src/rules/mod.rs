@@ -9,4 +9,5 @@ pub mod decision;
 pub mod delay;
 pub mod ratelimit;
 pub mod resume;
+pub mod retry_budget;
 pub mod scope;
