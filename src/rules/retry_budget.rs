@@ -167,9 +167,7 @@ pub fn parse_retry_budget(text: &str) -> Result<Option<BudgetPolicy>, String> {
         return if percent == 0.0 {
             Ok(None)
         } else {
-            Err(format!(
-                "`{text}` is below the smallest retry budget, 0.1%"
-            ))
+            Err(format!("`{text}` is below the smallest retry budget, 0.1%"))
         };
     }
     Ok(Some(BudgetPolicy { per_success }))
@@ -192,12 +190,22 @@ mod tests {
         assert_eq!(ok("0"), None);
         assert_eq!(ok("0%"), None);
         assert_eq!(ok("0.0%"), None);
-        for bad in ["20", "", "%", "-5%", "abc%", "1e2%", "20 %%", "inf%", "NaN%"] {
+        for bad in [
+            "20", "", "%", "-5%", "abc%", "1e2%", "20 %%", "inf%", "NaN%",
+        ] {
             let e = parse_retry_budget(bad).unwrap_err();
             assert!(e.contains("not a retry budget"), "{bad}: {e}");
         }
-        assert!(parse_retry_budget("101%").unwrap_err().contains("at most 100%"));
-        assert!(parse_retry_budget("0.01%").unwrap_err().contains("smallest"));
+        assert!(
+            parse_retry_budget("101%")
+                .unwrap_err()
+                .contains("at most 100%")
+        );
+        assert!(
+            parse_retry_budget("0.01%")
+                .unwrap_err()
+                .contains("smallest")
+        );
     }
 
     #[test]
