@@ -4,6 +4,7 @@
 //! rule is a table row or a property test.
 
 pub mod attempt;
+pub mod canonical;
 pub mod contract;
 pub mod decision;
 pub mod delay;
