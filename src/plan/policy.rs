@@ -258,7 +258,8 @@ pub fn ceilings(
             && given(Knob::Scope)
         {
             sentences.push(format!(
-                "{whose} shares its state under scope {name}, so --scope {asked} was overruled."
+                "the policy puts requests to {} in scope {name}, so --scope {asked} was overruled.",
+                rule.matches
             ));
         }
         effective.scope = Some(name.clone());
@@ -675,7 +676,8 @@ attempts = 2
         assert_eq!(
             said,
             [
-                "the policy of scope batch shares its state under scope batch, so --scope mine was overruled."
+                "the policy puts requests to https://api.example.com/v1/batch in scope batch, \
+                 so --scope mine was overruled."
             ]
         );
         // A policy without ceilings changes nothing.
