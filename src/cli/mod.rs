@@ -496,7 +496,7 @@ pub struct Rate {
     pub interval: Duration,
 }
 
-fn parse_rate(text: &str) -> Result<Rate, String> {
+pub(crate) fn parse_rate(text: &str) -> Result<Rate, String> {
     let bad = || format!("`{text}` is not a rate N/UNIT (e.g. 5/s, 100/m, 1000/h)");
     let (count, unit) = text.split_once('/').ok_or_else(bad)?;
     let count: u32 = count

@@ -2,6 +2,7 @@
 //! sends it, the policy, and what must never be shown (the redactor).
 //! Every mistake found here is a usage error, before anything is sent.
 
+pub mod policy;
 pub mod target;
 
 use std::fs::{self, File, OpenOptions};

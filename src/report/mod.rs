@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod escalate;
 pub mod narrate;
 pub mod outcome;
 pub mod progress;

@@ -4,10 +4,12 @@
 //! rule is a table row or a property test.
 
 pub mod attempt;
+pub mod canonical;
 pub mod contract;
 pub mod decision;
 pub mod delay;
 pub mod pace;
 pub mod ratelimit;
 pub mod resume;
+pub mod retry_budget;
 pub mod scope;

@@ -33,6 +33,10 @@ pub fn spacing(interval: Duration) -> Duration {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ScopeState {
+    /// The scope's name (`--scope`, else the origin), for `abide state`:
+    /// names are not secrets; files and keys are still named by its hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// No request of the scope before this.
     pub next_allowed_at: Option<Millis>,
     /// Why the gate is closed, for the outcome's reason.

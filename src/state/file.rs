@@ -15,7 +15,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::store::{Slot, Store, decode, scope_hash};
+use super::store::{Slot, Store, Stored, check_hash, decode, forget, is_empty, scope_hash, sort};
 use crate::clock::Millis;
 use crate::clock::epoch_ms;
 use crate::rules::scope::ScopeState;
@@ -75,7 +75,11 @@ impl FileStore {
 
     /// Scope names are hashed into file names, never used as paths.
     fn base(&self, scope: &str) -> PathBuf {
-        self.dir.join(format!("scope-{}", scope_hash(scope)))
+        self.base_of(&scope_hash(scope))
+    }
+
+    fn base_of(&self, hash: &str) -> PathBuf {
+        self.dir.join(format!("scope-{hash}"))
     }
 
     fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
@@ -169,30 +173,34 @@ fn lock_patiently(file: &File, patience: Duration) -> io::Result<()> {
     }
 }
 
-impl Store for FileStore {
-    fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
-        let state = self.read_file(&Self::with_suffix(&self.base(scope), ".json"));
-        Ok((state, epoch_ms(std::time::SystemTime::now())))
-    }
-
-    fn update(
+impl FileStore {
+    /// The read-modify-write under the scope's lock; with `drop_empty`, a
+    /// record left remembering nothing is removed rather than written.
+    fn change(
         &self,
-        scope: &str,
+        base: &Path,
         change: &mut dyn FnMut(&mut ScopeState, Millis),
+        drop_empty: bool,
     ) -> io::Result<()> {
-        let base = self.base(scope);
-        let lock_path = Self::with_suffix(&base, ".lock");
+        let lock_path = Self::with_suffix(base, ".lock");
         let lock = private_file(&lock_path)?;
         lock_patiently(&lock, self.patience)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", lock_path.display())))?;
-        let path = Self::with_suffix(&base, ".json");
+        let path = Self::with_suffix(base, ".json");
         let mut state = self.read_file(&path);
         let before = state.clone();
         change(&mut state, epoch_ms(std::time::SystemTime::now()));
-        if state != before {
+        if drop_empty && is_empty(&state) {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
+                }
+                _ => {}
+            }
+        } else if state != before {
             // A new random name, created exclusively: a name known in
             // advance could be planted as a symlink by another user.
-            let temp = Self::with_suffix(&base, &format!(".{:016x}.tmp", rand::random::<u64>()));
+            let temp = Self::with_suffix(base, &format!(".{:016x}.tmp", rand::random::<u64>()));
             let mut options = OpenOptions::new();
             options.write(true).create_new(true).mode(0o600);
             let written = open_regular(&mut options, &temp)
@@ -208,6 +216,21 @@ impl Store for FileStore {
         }
         drop(lock);
         Ok(())
+    }
+}
+
+impl Store for FileStore {
+    fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
+        let state = self.read_file(&Self::with_suffix(&self.base(scope), ".json"));
+        Ok((state, epoch_ms(std::time::SystemTime::now())))
+    }
+
+    fn update(
+        &self,
+        scope: &str,
+        change: &mut dyn FnMut(&mut ScopeState, Millis),
+    ) -> io::Result<()> {
+        self.change(&self.base(scope), change, false)
     }
 
     /// The kernel frees a lock file when its holder dies: no lease needed.
@@ -229,6 +252,38 @@ impl Store for FileStore {
 
     fn take_notes(&self) -> Vec<String> {
         self.notes.take()
+    }
+
+    /// The `scope-<hash>.json` files of the directory; any other name
+    /// (locks, slots, temporary files, strangers) is not a record.
+    fn list(&self) -> io::Result<(Vec<Stored>, Millis)> {
+        let mut listing = Vec::new();
+        for entry in fs::read_dir(&self.dir)? {
+            let name = entry?.file_name();
+            let Some(hash) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("scope-")?.strip_suffix(".json"))
+                .filter(|h| check_hash(h).is_ok())
+            else {
+                continue;
+            };
+            let state = self.read_file(&self.dir.join(&name));
+            listing.push(Stored {
+                hash: hash.to_string(),
+                state,
+            });
+        }
+        sort(&mut listing);
+        Ok((listing, epoch_ms(std::time::SystemTime::now())))
+    }
+
+    fn clear(&self, hash: &str, tasks: bool) -> io::Result<()> {
+        check_hash(hash)?;
+        self.change(
+            &self.base_of(hash),
+            &mut |state, now| forget(state, now, tasks),
+            true,
+        )
     }
 }
 
@@ -308,6 +363,30 @@ mod tests {
             store.take_notes();
             assert_eq!(store.read("s").unwrap().0.next_allowed_at, Some(7));
         }
+    }
+
+    #[test]
+    fn lists_and_clears_its_records() {
+        let (store, dir) = store("list");
+        super::super::store::lists_and_clears(&store);
+        // Only records are listed: not locks, slots or strangers.
+        fs::write(dir.join("scope-notahash.json"), "{}").unwrap();
+        fs::write(dir.join("README"), "hello").unwrap();
+        let _slot = store.try_slot("s", 1, Duration::from_secs(1)).unwrap();
+        let names = |store: &FileStore| -> Vec<Option<String>> {
+            let listing = store.list().unwrap().0;
+            listing.into_iter().map(|s| s.state.name).collect()
+        };
+        // What the shared check left: one scope with pacing still ahead.
+        assert_eq!(names(&store).len(), 1);
+        assert!(names(&store)[0].as_deref().unwrap().starts_with("a-"));
+        // An unreadable record is listed as empty (last: it has no name), with a note.
+        fs::write(FileStore::with_suffix(&store.base("bad"), ".json"), "{").unwrap();
+        let (listing, _) = store.list().unwrap();
+        assert_eq!(listing.len(), 2);
+        assert_eq!(listing[1].hash, scope_hash("bad"));
+        assert_eq!(listing[1].state, ScopeState::default());
+        assert_eq!(store.take_notes().len(), 1);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! An in-memory `Store` on a clock the test gives, so that the loop's
 //! admission path (gate, breaker, `--rate`, `--max-concurrent` slots) is
 //! unit-tested without files, processes or sleeping. "Another process" is a
-//! change to the record at a set time, or slots it holds.
+//! change to the record at a set time, or slots it holds. Every scope starts
+//! as the record the test gives; those a run touched are listed.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
@@ -11,13 +13,17 @@ use std::time::Duration;
 
 use crate::clock::Millis;
 use crate::rules::scope::ScopeState;
-use crate::state::{Slot, Store};
+use crate::state::store::{Stored, check_hash, forget, is_empty, sort};
+use crate::state::{Slot, Store, scope_hash};
 
 /// What another process does to the record: at this store time, this change.
 pub type Elsewhere = (Millis, fn(&mut ScopeState));
 
 pub struct Memory {
-    state: RefCell<ScopeState>,
+    /// What a scope not yet touched holds.
+    first: ScopeState,
+    /// The scopes touched, by hash.
+    states: RefCell<BTreeMap<String, ScopeState>>,
     now: Box<dyn Fn() -> Millis>,
     elsewhere: Cell<Option<Elsewhere>>,
     /// Slots in use, by this run and by the others the test says hold some.
@@ -27,7 +33,8 @@ pub struct Memory {
 impl Memory {
     pub fn new(state: ScopeState, now: impl Fn() -> Millis + 'static) -> Memory {
         Memory {
-            state: RefCell::new(state),
+            first: state,
+            states: RefCell::default(),
             now: Box::new(now),
             elsewhere: Cell::new(None),
             slots: Arc::default(),
@@ -51,15 +58,19 @@ impl Memory {
         Arc::clone(&self.slots)
     }
 
-    fn now(&self) -> Millis {
+    /// The store's time, and the record of the scope by `hash`, once
+    /// another process made the change due by then.
+    fn touch<T>(&self, hash: String, with: impl FnOnce(&mut ScopeState, Millis) -> T) -> T {
         let now = (self.now)();
+        let mut states = self.states.borrow_mut();
+        let state = states.entry(hash).or_insert_with(|| self.first.clone());
         if let Some((at, change)) = self.elsewhere.get()
             && now >= at
         {
-            change(&mut self.state.borrow_mut());
+            change(state);
             self.elsewhere.set(None);
         }
-        now
+        with(state, now)
     }
 }
 
@@ -73,14 +84,16 @@ impl Drop for Held {
 }
 
 impl Store for Memory {
-    fn read(&self, _: &str) -> io::Result<(ScopeState, Millis)> {
-        let now = self.now();
-        Ok((self.state.borrow().clone(), now))
+    fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)> {
+        Ok(self.touch(scope_hash(scope), |state, now| (state.clone(), now)))
     }
 
-    fn update(&self, _: &str, change: &mut dyn FnMut(&mut ScopeState, Millis)) -> io::Result<()> {
-        let now = self.now();
-        change(&mut self.state.borrow_mut(), now);
+    fn update(
+        &self,
+        scope: &str,
+        change: &mut dyn FnMut(&mut ScopeState, Millis),
+    ) -> io::Result<()> {
+        self.touch(scope_hash(scope), |state, now| change(state, now));
         Ok(())
     }
 
@@ -94,5 +107,42 @@ impl Store for Memory {
 
     fn take_notes(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    fn list(&self) -> io::Result<(Vec<Stored>, Millis)> {
+        let mut listing: Vec<Stored> = self
+            .states
+            .borrow()
+            .iter()
+            .map(|(hash, state)| Stored {
+                hash: hash.clone(),
+                state: state.clone(),
+            })
+            .collect();
+        sort(&mut listing);
+        Ok((listing, (self.now)()))
+    }
+
+    fn clear(&self, hash: &str, tasks: bool) -> io::Result<()> {
+        check_hash(hash)?;
+        let empty = self.touch(hash.to_string(), |state, now| {
+            forget(state, now, tasks);
+            is_empty(state)
+        });
+        if empty {
+            self.states.borrow_mut().remove(hash);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_and_clears_the_scopes_it_was_asked_about() {
+        let store = Memory::new(ScopeState::default(), || 1_764_000_000_000);
+        crate::state::store::lists_and_clears(&store);
     }
 }

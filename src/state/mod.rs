@@ -12,7 +12,7 @@ pub mod store;
 
 pub use file::FileStore;
 pub use redis::RedisStore;
-pub use store::{Slot, Store, scope_hash};
+pub use store::{Slot, Store, Stored, find, forget, scope_hash};
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -136,6 +136,11 @@ impl Shared {
         let mut seen = None;
         let result = self.store.update(&self.name, &mut |state, now| {
             change(state, now);
+            // Kept for `abide state` (a record of an older version gains it
+            // with its next change).
+            if state.name.as_deref() != Some(&self.name) {
+                state.name = Some(self.name.clone());
+            }
             seen = Some(state.clone());
         });
         if let Some(state) = seen {

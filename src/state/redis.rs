@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use redis::{Connection, IntoConnectionInfo, RedisError, Script};
 
-use super::store::{Slot, Store, decode, scope_hash};
+use super::store::{Slot, Store, Stored, check_hash, decode, forget, is_empty, scope_hash, sort};
 use crate::clock::Millis;
 use crate::rules::scope::{self, ScopeState};
 
@@ -75,8 +75,16 @@ fn io_error(e: RedisError) -> io::Error {
 }
 
 fn key(scope: &str, part: &str) -> String {
-    format!("abide:v1:{{{}}}:{part}", scope_hash(scope))
+    key_of(&scope_hash(scope), part)
 }
+
+fn key_of(hash: &str, part: &str) -> String {
+    format!("abide:v1:{{{hash}}}:{part}")
+}
+
+/// Keys one SCAN step asks for, and records one MGET fetches: a few
+/// kilobytes each, well within one exchange's timeout.
+const BATCH: usize = 256;
 
 /// The server's clock, from `TIME` (seconds and microseconds).
 fn server_millis((secs, micros): (u64, u64)) -> Millis {
@@ -142,11 +150,38 @@ impl RedisStore {
         }
     }
 
+    /// One scope's read-modify-write, tried again while other processes
+    /// win the race; with `drop_empty`, a record left remembering nothing
+    /// is deleted rather than written.
+    fn change(
+        &self,
+        key: &str,
+        change: &mut dyn FnMut(&mut ScopeState, Millis),
+        drop_empty: bool,
+    ) -> io::Result<()> {
+        let committed = self.exchange(|con| {
+            for _ in 0..MAX_TRIES {
+                if self.transact(con, key, change, drop_empty)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })?;
+        if committed {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("redis: the scope's record changed under {MAX_TRIES} tries in a row"),
+        ))
+    }
+
     fn transact(
         &self,
         con: &mut Connection,
         key: &str,
         change: &mut dyn FnMut(&mut ScopeState, Millis),
+        drop_empty: bool,
     ) -> redis::RedisResult<bool> {
         answers_within(con, self.timeout, 1)?;
         redis::cmd("WATCH").arg(key).exec(con)?;
@@ -157,6 +192,12 @@ impl RedisStore {
         let mut state = self.parse(raw);
         let before = state.clone();
         change(&mut state, now);
+        if drop_empty && is_empty(&state) {
+            // MULTI, DEL, EXEC.
+            answers_within(con, self.timeout, 3)?;
+            let committed: Option<()> = redis::pipe().atomic().del(key).ignore().query(con)?;
+            return Ok(committed.is_some());
+        }
         if state == before {
             answers_within(con, self.timeout, 1)?;
             redis::cmd("UNWATCH").exec(con)?;
@@ -196,22 +237,7 @@ impl Store for RedisStore {
         scope: &str,
         change: &mut dyn FnMut(&mut ScopeState, Millis),
     ) -> io::Result<()> {
-        let key = key(scope, "state");
-        let committed = self.exchange(|con| {
-            for _ in 0..MAX_TRIES {
-                if self.transact(con, &key, change)? {
-                    return Ok(true);
-                }
-            }
-            Ok(false)
-        })?;
-        if committed {
-            return Ok(());
-        }
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("redis: the scope's record changed under {MAX_TRIES} tries in a row"),
-        ))
+        self.change(&key(scope, "state"), change, false)
     }
 
     fn try_slot(&self, scope: &str, limit: u32, lease: Duration) -> io::Result<Option<Slot>> {
@@ -239,6 +265,67 @@ impl Store for RedisStore {
     fn take_notes(&self) -> Vec<String> {
         self.notes.take()
     }
+
+    /// SCANs abide's record keys (never KEYS, which would stall a shared
+    /// server), then fetches them in batches; a record that expired in
+    /// between is skipped.
+    fn list(&self) -> io::Result<(Vec<Stored>, Millis)> {
+        let pattern = key_of("*", "state");
+        let mut keys = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, found): (u64, Vec<String>) = self.exchange(|con| {
+                answers_within(con, self.timeout, 1)?;
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(BATCH)
+                    .query(con)
+            })?;
+            keys.extend(found);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        keys.sort();
+        keys.dedup();
+        let mut listing = Vec::new();
+        for batch in keys.chunks(BATCH) {
+            let raws: Vec<Option<Vec<u8>>> = self.exchange(|con| {
+                answers_within(con, self.timeout, 1)?;
+                redis::cmd("MGET").arg(batch).query(con)
+            })?;
+            for (key, raw) in batch.iter().zip(raws) {
+                let hash = key
+                    .strip_prefix("abide:v1:{")
+                    .and_then(|rest| rest.strip_suffix("}:state"));
+                if let (Some(hash), Some(raw)) = (hash.filter(|h| check_hash(h).is_ok()), raw) {
+                    listing.push(Stored {
+                        hash: hash.to_string(),
+                        state: self.parse(Some(raw)),
+                    });
+                }
+            }
+        }
+        sort(&mut listing);
+        let time: (u64, u64) = self.exchange(|con| {
+            answers_within(con, self.timeout, 1)?;
+            redis::cmd("TIME").query(con)
+        })?;
+        Ok((listing, server_millis(time)))
+    }
+
+    fn clear(&self, hash: &str, tasks: bool) -> io::Result<()> {
+        check_hash(hash)?;
+        self.change(
+            &key_of(hash, "state"),
+            &mut |state, now| forget(state, now, tasks),
+            true,
+        )
+    }
 }
 
 /// A held slot; dropping it gives the slot back at once (if Redis is gone,
@@ -258,5 +345,78 @@ impl Drop for Lease {
                 .arg(&self.holder)
                 .query(&mut link.con);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A private redis-server, stopped when dropped, even by a failing test.
+    struct Server(std::process::Child);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// `ABIDE_TEST_REDIS`, else a private redis-server on a free port for
+    /// as long as the test holds it (see build.rs for when this is ignored).
+    fn redis() -> (RedisStore, Option<Server>) {
+        let connect = |url: &str| RedisStore::connect(url, Duration::from_secs(2));
+        if let Some(url) = std::env::var("ABIDE_TEST_REDIS")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            return (connect(&url).expect("ABIDE_TEST_REDIS answers"), None);
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let server = Server(
+            std::process::Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                ])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server starts"),
+        );
+        let url = format!("redis://127.0.0.1:{port}");
+        for _ in 0..500 {
+            if let Ok(store) = connect(&url) {
+                return (store, Some(server));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server did not answer on port {port}");
+    }
+
+    #[test]
+    #[cfg_attr(
+        no_redis,
+        ignore = "no Redis: install redis-server or set ABIDE_TEST_REDIS"
+    )]
+    fn lists_and_clears_its_records() {
+        let (store, _server) = redis();
+        super::super::store::lists_and_clears(&store);
+        // A cleared record that remembers nothing is deleted, not kept empty.
+        let name = format!("gone-{}", std::process::id());
+        store
+            .update(&name, &mut |s, now| s.next_allowed_at = Some(now + 1_000))
+            .unwrap();
+        store.clear(&scope_hash(&name), false).unwrap();
+        let exists: bool = store
+            .exchange(|con| redis::cmd("EXISTS").arg(key(&name, "state")).query(con))
+            .unwrap();
+        assert!(!exists);
     }
 }
