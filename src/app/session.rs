@@ -272,11 +272,13 @@ impl Session {
                 let failed = matches!(record.kind(), Kind::NonRetryable | Kind::InvalidResponse);
                 shared.remember(fp, failed);
             }
-            self.state_failure = self.state_failure.take().or_else(|| shared.failure());
+            // The store's own words may quote its URL, password and all.
+            let failure = shared.failure().map(|e| plan.redactor.text(&e));
+            self.state_failure = self.state_failure.take().or(failure);
             let notes = shared.take_notes();
             if self.face.verbose {
                 for note in notes {
-                    eprintln!("abide: {note}");
+                    eprintln!("abide: {}", plan.redactor.text(&note));
                 }
             }
         }
@@ -349,7 +351,7 @@ impl Session {
         downloaded: u64,
     ) -> Kind {
         let agent = self.face.agent;
-        let mut line = Line::new(&plan.context, &record);
+        let mut line = Line::new(&plan.context, &record, &plan.redactor);
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()
