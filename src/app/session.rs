@@ -288,9 +288,7 @@ impl Session {
                     "abide: warning: the shared state is unavailable ({e}); going on without it"
                 );
             }
-            record.notes.push(format!(
-                "State: unavailable ({e}); the run went on without shared limits."
-            ));
+            record.state_outage = Some(e.clone());
         }
         record
     }

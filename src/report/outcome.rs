@@ -376,9 +376,14 @@ impl Words<'_> {
                 ),
             },
         };
-        for note in &self.record.notes {
+        for &(waited, cause) in &self.record.scope_waits {
             reason.push(' ');
-            reason.push_str(note);
+            reason.push_str(&crate::report::narrate::scope_note(waited, cause));
+        }
+        if let Some(e) = &self.record.state_outage {
+            reason.push_str(&format!(
+                " State: unavailable ({e}); the run went on without shared limits."
+            ));
         }
         if !self.record.ignored_delays.is_empty() {
             reason.push_str(&format!(
@@ -533,7 +538,8 @@ mod tests {
             head_after: Duration::ZERO,
             failed_body: vec![],
             failed_body_truncated: false,
-            notes: vec![],
+            scope_waits: vec![],
+            state_outage: None,
             resumed: 0,
         }
     }
