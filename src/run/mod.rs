@@ -78,6 +78,16 @@ pub struct Loop<'a> {
     pub keep_body: u64,
 }
 
+/// The world the loop runs in, injected so that tests drive it with fakes.
+struct World<'w> {
+    transport: &'w mut dyn Transport,
+    sink: &'w mut Sink,
+    clock: &'w dyn Clock,
+    sleeper: &'w mut dyn Sleeper,
+    draw: &'w mut dyn FnMut() -> f64,
+    on_event: &'w mut dyn FnMut(Event),
+}
+
 /// How a run ends early, before `Run::finish` turns it into a record.
 type End = (Ending, Option<Duration>);
 
@@ -129,26 +139,25 @@ impl Loop<'_> {
                 ..Transfer::default()
             },
         };
-        let (ending, not_before) =
-            self.attempts(&mut run, transport, sink, clock, sleeper, draw, on_event);
+        let mut world = World {
+            transport,
+            sink,
+            clock,
+            sleeper,
+            draw,
+            on_event,
+        };
+        let (ending, not_before) = self.attempts(&mut run, &mut world);
         run.finish(clock, ending, not_before)
     }
 
     /// Attempts until one of them, or a wait, ends the run.
-    #[allow(clippy::too_many_arguments)]
-    fn attempts(
-        &self,
-        run: &mut Run,
-        transport: &mut dyn Transport,
-        sink: &mut Sink,
-        clock: &dyn Clock,
-        sleeper: &mut dyn Sleeper,
-        draw: &mut dyn FnMut() -> f64,
-        on_event: &mut dyn FnMut(Event),
-    ) -> End {
+    fn attempts(&self, run: &mut Run, w: &mut World) -> End {
+        let clock = w.clock;
         loop {
             let number = run.attempts.len() as u32 + 1;
-            let slot = match self.pass_scope(number, clock, sleeper, draw, run, on_event) {
+            let admitted = self.pass_scope(number, clock, w.sleeper, w.draw, run, w.on_event);
+            let slot = match admitted {
                 Ok(slot) => slot,
                 Err(end) => return end,
             };
@@ -157,7 +166,7 @@ impl Loop<'_> {
                 Err(stop) => return (Ending::Decided(stop.why), stop.not_before),
             };
             let limits = self.limits(left);
-            on_event(Event::Sending {
+            (w.on_event)(Event::Sending {
                 attempt: number,
                 limits,
             });
@@ -166,11 +175,17 @@ impl Loop<'_> {
                 start: run.start,
                 clock,
             };
-            let mut attempted =
-                self.attempt(transport, limits, sink, &turn, &mut run.transfer, on_event);
+            let mut attempted = self.attempt(
+                w.transport,
+                limits,
+                w.sink,
+                &turn,
+                &mut run.transfer,
+                w.on_event,
+            );
             // A signal cuts the request or the download in flight; whatever
             // that looked like, the run was interrupted.
-            if let Some(signal) = sleeper.cancelled() {
+            if let Some(signal) = w.sleeper.cancelled() {
                 attempted.attempt.error = Some("interrupted".into());
                 run.absorb(attempted);
                 return (Ending::Cancelled(signal), None);
@@ -178,7 +193,7 @@ impl Loop<'_> {
             // Publish first, then sleep (and only then free the slot): other
             // processes of the scope learn of a Retry-After before this one
             // waits on it, and before anyone else can send.
-            let learned = self.teach_scope(&attempted, on_event);
+            let learned = self.teach_scope(&attempted, w.on_event);
             drop(slot);
             let server = attempted.server;
             let verdict = match run.absorb(attempted) {
@@ -189,7 +204,8 @@ impl Loop<'_> {
                 attempt: number,
                 elapsed: clock.now() - run.start,
             };
-            let next = decision::next_step(verdict, server, progress, self.policy, Draw(draw()));
+            let next =
+                decision::next_step(verdict, server, progress, self.policy, Draw((w.draw)()));
             let wait = match decision::opened_breaker(next, learned.opened) {
                 Next::Stop(stop) => return (Ending::Decided(stop.why), stop.not_before),
                 Next::Wait(wait) => wait,
@@ -197,12 +213,12 @@ impl Loop<'_> {
             if let Some(last) = run.attempts.last_mut() {
                 last.wait = Some(wait.duration);
             }
-            on_event(Event::Waiting {
+            (w.on_event)(Event::Waiting {
                 wait: &wait,
                 retry: number,
             });
             let before = clock.now();
-            if let Err(signal) = run.sleep(wait.duration, clock, sleeper) {
+            if let Err(signal) = run.sleep(wait.duration, clock, w.sleeper) {
                 // Cut short during the server's delay: the caller still
                 // must not come back before it ends.
                 let not_before = decision::cut_wait(&wait, clock.now() - before);
