@@ -3,7 +3,7 @@
 
 pub mod demo;
 pub mod mcp;
-pub mod session;
+pub(crate) mod session;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -13,8 +13,7 @@ use crate::exit::Kind;
 use crate::plan::{self, OutcomeTo};
 use crate::report::agent::AgentObject;
 use crate::report::outcome::Line;
-use crate::run::record::Record;
-use session::{Face, Session};
+use session::{Face, Session, Settled};
 
 pub fn main() -> ExitCode {
     let cli = match cli::parse_from(std::env::args_os()) {
@@ -206,7 +205,7 @@ fn fetch(cli: &Cli) -> Kind {
         Err(message) => return usage(&message, agent),
     };
     if let Err(ending) = session.keep_task_key(&mut plan) {
-        return session.report(&plan, Record::unsent(ending), None, 0);
+        return session.report(&plan, Settled::unsent(ending));
     }
     let mut transport = match session.transport(&plan, None) {
         Ok(transport) => transport,
@@ -218,7 +217,8 @@ fn fetch(cli: &Cli) -> Kind {
     };
     let guard = session.guard(&plan);
     let record = session.run(&plan, guard, &mut transport, &mut sink);
-    session.finish(&plan, record, sink)
+    let settled = session.settle(&plan, record, sink);
+    session.report(&plan, settled)
 }
 
 pub(crate) fn write_outcome(to: &OutcomeTo, line: &Line) {

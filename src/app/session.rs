@@ -49,6 +49,26 @@ pub struct Session {
     state_failure: Option<String>,
 }
 
+/// A run whose body is in place (or discarded): what is left to report.
+pub struct Settled {
+    pub record: Record,
+    /// The agent's captured body of a success, and whether there was more.
+    captured: Option<(Vec<u8>, bool)>,
+    /// The final transfer's bytes, for `-w`.
+    downloaded: u64,
+}
+
+impl Settled {
+    /// A run that ended before anything was sent.
+    pub fn unsent(ending: Ending) -> Settled {
+        Settled {
+            record: Record::unsent(ending),
+            captured: None,
+            downloaded: 0,
+        }
+    }
+}
+
 /// What the no-progress guard found: the request's fingerprint to remember
 /// afterwards, or the ending of a request refused before it is sent.
 pub struct Guard {
@@ -293,9 +313,9 @@ impl Session {
         record
     }
 
-    /// Puts the body in place (or discards it), writes `-D`, and the
-    /// outcome where it goes; how the run ended.
-    pub fn finish(self, plan: &Plan, mut record: Record, sink: Sink) -> Kind {
+    /// Puts the body in place (or discards it) and writes `-D`: what is
+    /// left to report.
+    pub fn settle(&self, plan: &Plan, mut record: Record, sink: Sink) -> Settled {
         let agent = self.face.agent;
         // `curl`-style: at a terminal, the outcome line starts on its own line.
         if sink.open_line() && !agent && plan.outcome_to == OutcomeTo::Stderr {
@@ -336,29 +356,37 @@ impl Session {
         {
             eprintln!("abide: warning: cannot write the head to stdout: {e}");
         }
-        self.report(plan, record, captured, downloaded)
+        Settled {
+            record,
+            captured,
+            downloaded,
+        }
     }
 
-    /// Writes the outcome where it goes (the agent object, or `-w` and the
-    /// outcome line) and to the audit log; how the run ended.
-    pub fn report(
-        mut self,
-        plan: &Plan,
-        record: Record,
-        captured: Option<(Vec<u8>, bool)>,
-        downloaded: u64,
-    ) -> Kind {
-        let agent = self.face.agent;
-        let mut line = Line::new(&plan.context, &record, &plan.redactor);
+    /// The outcome line of `record`, written to the `--log` too.
+    pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
+        let line = Line::new(&plan.context, record, &plan.redactor);
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()
-                && !agent
+                && !self.face.agent
             {
                 eprintln!("abide: warning: the --log could not be written: {e}");
             }
         }
-        if agent {
+        line
+    }
+
+    /// Writes the outcome where it goes (the agent object, or `-w` and the
+    /// outcome line) and to the audit log; how the run ended.
+    pub fn report(mut self, plan: &Plan, settled: Settled) -> Kind {
+        let Settled {
+            record,
+            captured,
+            downloaded,
+        } = settled;
+        let mut line = self.line(plan, &record);
+        if self.face.agent {
             let (bytes, more) = captured
                 .unwrap_or_else(|| (record.failed_body.clone(), record.failed_body_truncated));
             let body = crate::report::agent::body(&bytes, more, plan.max_body, &plan.redactor);

@@ -785,6 +785,47 @@ mod tests {
         }
     }
 
+    /// A scope whose gate another request's Retry-After closed until `ms`.
+    fn gated_until(ms: u64) -> ScopeState {
+        ScopeState {
+            next_allowed_at: Some(at_ms(ms)),
+            gate_cause: Some(scope::GateCause::RetryAfter),
+            gate_by: Some("another".into()),
+            ..ScopeState::default()
+        }
+    }
+
+    #[test]
+    fn a_gate_another_request_closed_is_waited_for_before_sending() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(gated_until(1_500));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind(), Kind::Succeeded);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sleeps, [1_500]);
+        assert_eq!(
+            record.scope_waits,
+            [(
+                Duration::from_millis(1_500),
+                scope::Wait::Gate(scope::GateCause::RetryAfter)
+            )]
+        );
+    }
+
+    #[test]
+    fn a_gate_wait_cut_short_still_says_when_the_gate_opens() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(gated_until(1_500));
+        case.cancel_after = Some(1);
+        let (record, sent, _) = case.run();
+        assert_eq!(record.ending, Ending::Cancelled(Signal::Interrupt));
+        assert!(sent.is_empty());
+        assert_eq!(
+            record.next_allowed_at,
+            Some(epoch() + Duration::from_millis(1_500))
+        );
+    }
+
     #[test]
     fn a_free_concurrency_slot_is_taken_for_the_attempt_and_given_back() {
         let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
