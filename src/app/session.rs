@@ -543,3 +543,61 @@ fn dump_header(to: &std::path::Path, head: &str) -> std::io::Result<()> {
         std::fs::write(to, head)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared_across_threads<T: Send + Sync>() {}
+    fn moves_to_a_thread<T: Send>() {}
+
+    /// A driver of many requests holds one transport for all of them, on
+    /// threads (a `Session` itself does not move yet: its `Shared` holds a
+    /// `Box<dyn Store>` that is not `Send`).
+    #[test]
+    fn the_transport_is_shared_across_threads() {
+        shared_across_threads::<Http>();
+        moves_to_a_thread::<Cancel>();
+        moves_to_a_thread::<Audit>();
+        moves_to_a_thread::<Sink>();
+    }
+
+    #[test]
+    fn one_transport_sends_many_requests_from_threads() {
+        use crate::edge::http::{Limits, Request, Settings, Transport};
+        use crate::lab::{Lab, LabConfig, Script, Step};
+        let lab = Lab::start(
+            0,
+            LabConfig {
+                script: Some(Script::new(vec![Step::new(200)])),
+                ..LabConfig::default()
+            },
+        )
+        .unwrap();
+        let request = |path: &str| Request {
+            method: "GET".into(),
+            url: format!("{}/{path}", lab.url()),
+            headers: Vec::new(),
+            body: Body::Empty,
+        };
+        let shared = Http::new(&Settings::default(), request("first")).unwrap();
+        let limits = Limits {
+            head: Duration::from_secs(5),
+            total: None,
+            connect: Duration::from_secs(5),
+            stall: Duration::from_secs(5),
+        };
+        std::thread::scope(|threads| {
+            for path in ["a", "b", "c"] {
+                let mut http = shared.for_request(request(path));
+                threads.spawn(move || {
+                    let reply = http.send(limits, None).map_err(|f| f.message).unwrap();
+                    assert_eq!(reply.status, 200);
+                });
+            }
+        });
+        let mut paths: Vec<String> = lab.records().into_iter().map(|r| r.path).collect();
+        paths.sort();
+        assert_eq!(paths, ["/a", "/b", "/c"]);
+    }
+}
