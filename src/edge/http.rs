@@ -206,9 +206,6 @@ impl Http {
         })
     }
 
-    /// Cuts any attempt in flight when called (from another thread): the
-    /// caller stops waiting for it, its connection is shut, and a body
-    /// being read fails instead of ending early.
     /// The same client, and so the same connection pool, for another
     /// request: one process may send many requests over it, on threads.
     pub fn for_request(&self, request: Request) -> Http {
@@ -220,6 +217,9 @@ impl Http {
         }
     }
 
+    /// Cuts any attempt in flight when called (from another thread): the
+    /// caller stops waiting for it, its connection is shut, and a body
+    /// being read fails instead of ending early.
     pub fn interrupter(&self) -> impl Fn() + Send + 'static {
         let agent = self.agent.clone();
         let interrupted = Arc::clone(&self.interrupted);
