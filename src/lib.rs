@@ -8,14 +8,17 @@
 //! - [`rules`]: the pure rules (decision table, delays, rate-limit fields,
 //!   scope rules, `--require`, resuming). No I/O, no clock reads, no threads.
 //! - `run`: the loop (admit, attempt, record, decide, wait), over an
-//!   injected clock, sleeper and transport; `run::record` holds what a
-//!   run found out and `run::record::Ending`, the one type for its end.
+//!   injected clock, sleeper and transport; it writes no words.
+//!   `run::admit` asks the scope, `run::attempt` makes one attempt,
+//!   `run::record` holds what a run found out and `run::record::Ending`,
+//!   the one type for its end.
 //! - `edge`: where abide touches the world (HTTP, TLS, sinks, signals).
 //! - [`state`]: the shared scope state over a `Store` (files or Redis).
 //! - `report`: what people, scripts and agents read (outcome line, `-v`,
 //!   progress, agent object, audit log).
 //! - [`cli`], `plan`: from flags to a plan; [`app`]: the wiring, with
-//!   `abide mcp` and `abide demo`; [`lab`]: the test server.
+//!   `app::session` (one request's steps, for any front end), `abide mcp`
+//!   and `abide demo`; [`lab`]: the test server.
 pub mod app;
 pub mod batch;
 pub mod cli;

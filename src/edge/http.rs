@@ -206,6 +206,17 @@ impl Http {
         })
     }
 
+    /// The same client, and so the same connection pool, for another
+    /// request: one process may send many requests over it, on threads.
+    pub fn for_request(&self, request: Request) -> Http {
+        Http {
+            agent: self.agent.clone(),
+            request: Arc::new(request),
+            interrupted: Arc::default(),
+            ..*self
+        }
+    }
+
     /// Cuts any attempt in flight when called (from another thread): the
     /// caller stops waiting for it, its connection is shut, and a body
     /// being read fails instead of ending early.

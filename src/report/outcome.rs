@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::clock::{floor_ms, rfc3339};
 use crate::exit::Kind;
+use crate::redact::Redactor;
 use crate::rules::decision::StopWhy;
 use crate::rules::scope;
 use crate::run::record::{Ending, Record};
@@ -63,7 +64,11 @@ fn seconds(d: Duration) -> f64 {
 }
 
 impl Line {
-    pub fn new(context: &Context, record: &Record) -> Line {
+    /// The line of a run, every string in it masked by `redactor` here, as
+    /// it is built: a message from the state store or the server may quote
+    /// a credential, and no producer needs to remember it.
+    pub fn new(context: &Context, record: &Record, redactor: &Redactor) -> Line {
+        let mask = |text: &str| redactor.text(text);
         let last = record.attempts.last();
         let status = last.and_then(|a| a.status);
         let retry_after = record.attempts.iter().rev().find_map(|a| a.server_delay);
@@ -79,7 +84,7 @@ impl Line {
             ok: record.kind() == Kind::Succeeded,
             exit_code: record.kind().exit_code(),
             method: Some(context.method.clone()),
-            url: Some(context.url.clone()),
+            url: Some(mask(&context.url)),
             scope: Some(context.scope.clone()),
             status,
             attempts: record.attempts.len() as u32,
@@ -88,9 +93,9 @@ impl Line {
             retry_after_s: retry_after.map(|d| seconds(d.delay)),
             next_allowed_at: next_allowed_at.clone(),
             idempotency_key: context.idempotency_key.clone(),
-            reason: words.reason(),
-            instruction: words.instruction(),
-            error: record.error.clone(),
+            reason: mask(&words.reason()),
+            instruction: mask(&words.instruction()),
+            error: record.error.as_deref().map(mask),
             history: record
                 .attempts
                 .iter()
@@ -98,7 +103,7 @@ impl Line {
                 .map(|(i, a)| HistoryEntry {
                     attempt: i as u32 + 1,
                     status: a.status,
-                    error: a.error.clone(),
+                    error: a.error.as_deref().map(mask),
                     retry_after_s: a.server_delay.map(|d| seconds(d.delay)),
                     wait_ms: a.wait.map(floor_ms),
                     elapsed_ms: floor_ms(a.ended_at),
@@ -371,9 +376,14 @@ impl Words<'_> {
                 ),
             },
         };
-        for note in &self.record.notes {
+        for &(waited, cause) in &self.record.scope_waits {
             reason.push(' ');
-            reason.push_str(note);
+            reason.push_str(&crate::report::narrate::scope_note(waited, cause));
+        }
+        if let Some(e) = &self.record.state_outage {
+            reason.push_str(&format!(
+                " State: unavailable ({e}); the run went on without shared limits."
+            ));
         }
         if !self.record.ignored_delays.is_empty() {
             reason.push_str(&format!(
@@ -528,7 +538,8 @@ mod tests {
             head_after: Duration::ZERO,
             failed_body: vec![],
             failed_body_truncated: false,
-            notes: vec![],
+            scope_waits: vec![],
+            state_outage: None,
             resumed: 0,
         }
     }
@@ -542,6 +553,7 @@ mod tests {
                 StopWhy::Success,
                 vec![attempt(Some(200), None)],
             ),
+            &Redactor::default(),
         );
         let value: serde_json::Value = serde_json::from_str(&line.to_json()).unwrap();
         let keys: Vec<&str> = value
@@ -590,7 +602,7 @@ mod tests {
         );
         r.next_allowed_at =
             Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
-        let line = Line::new(&context(), &r);
+        let line = Line::new(&context(), &r, &Redactor::default());
         assert_eq!(line.retry_after_s, Some(120.0));
         assert_eq!(
             line.next_allowed_at.as_deref(),
@@ -624,7 +636,7 @@ mod tests {
             scope::Wait::Gate(scope::GateCause::RetryAfter),
             vec![],
         );
-        let line = Line::new(&context(), &gate);
+        let line = Line::new(&context(), &gate, &Redactor::default());
         assert_eq!(
             line.reason,
             "The API at http://127.0.0.1:1 is held by a Retry-After the server gave to an earlier request: the next request may go in 12 s, beyond the 5 s this run may wait."
@@ -638,7 +650,7 @@ mod tests {
             ..context()
         };
         assert!(
-            Line::new(&named, &gate)
+            Line::new(&named, &gate, &Redactor::default())
                 .instruction
                 .starts_with("Do not call scope acme:ci again before")
         );
@@ -647,7 +659,7 @@ mod tests {
             scope::Wait::HalfOpen(scope::Level::Endpoint),
             vec![attempt(Some(503), None)],
         );
-        let line = Line::new(&context(), &open);
+        let line = Line::new(&context(), &open, &Redactor::default());
         assert_eq!(
             line.reason,
             "Still 503 Service Unavailable after 1 attempt(s). The circuit breaker of GET http://127.0.0.1:1/x is open after repeated failures: its next probe may go in 12 s, beyond the 5 s this run may wait."
@@ -662,11 +674,11 @@ mod tests {
             vec![],
         );
         assert_eq!(
-            Line::new(&context(), &probing).reason,
+            Line::new(&context(), &probing, &Redactor::default()).reason,
             "The circuit breaker of the API at http://127.0.0.1:1 is half-open and another run is probing it; the probe did not end within the 5 s this run may wait."
         );
         for r in [gate, open, probing] {
-            let line = Line::new(&context(), &r);
+            let line = Line::new(&context(), &r, &Redactor::default());
             for text in [&line.reason, &line.instruction] {
                 assert!(
                     !text.contains("this endpoint") && !text.contains("scope is closed"),
@@ -688,7 +700,7 @@ mod tests {
         r.error = Some("connection refused".into());
         r.next_allowed_at =
             Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
-        let line = Line::new(&context(), &r);
+        let line = Line::new(&context(), &r, &Redactor::default());
         assert_eq!(
             line.reason,
             "Still connection refused after 5 attempt(s), and the failures opened the circuit breaker of the API at http://127.0.0.1:1."
@@ -705,7 +717,7 @@ mod tests {
         );
         r.headers = vec![("location".into(), "/v2/x?token=t".into())];
         assert_eq!(
-            Line::new(&context(), &r).instruction,
+            Line::new(&context(), &r, &Redactor::default()).instruction,
             "The answer is a redirect (302 Found) to /v2/x?token=***; add -L to follow it, or call that URL."
         );
         let mut r = record(
@@ -715,7 +727,7 @@ mod tests {
         );
         r.error = Some("timeout: no answer from the server in time".into());
         assert!(
-            Line::new(&context(), &r)
+            Line::new(&context(), &r, &Redactor::default())
                 .instruction
                 .contains("-m/--max-time")
         );
@@ -724,7 +736,7 @@ mod tests {
         r.next_allowed_at =
             Some(httpdate::parse_http_date("Mon, 30 Nov 2026 10:02:00 GMT").unwrap());
         assert_eq!(
-            Line::new(&context(), &r).instruction,
+            Line::new(&context(), &r, &Redactor::default()).instruction,
             "The run was interrupted; do not call this endpoint again before 2026-11-30T10:02:00.000Z."
         );
     }
@@ -738,6 +750,7 @@ mod tests {
                 StopWhy::NonRetryable,
                 vec![attempt(Some(401), None)],
             ),
+            &Redactor::default(),
         );
         assert!(
             line.instruction
@@ -745,5 +758,24 @@ mod tests {
         );
         assert_eq!(line.exit_code, 3);
         assert!(!line.ok);
+    }
+
+    #[test]
+    fn every_string_the_line_writes_is_masked() {
+        let mut redactor = Redactor::default();
+        redactor.add("hunter2-secret");
+        let mut r = record(
+            Kind::Succeeded,
+            StopWhy::Success,
+            vec![Attempt {
+                error: Some("refused: hunter2-secret".into()),
+                ..attempt(None, None)
+            }],
+        );
+        r.ending = Ending::Internal("the state said hunter2-secret".into());
+        r.error = Some("hunter2-secret".into());
+        let text = Line::new(&context(), &r, &redactor).to_json();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("the state said ***"), "{text}");
     }
 }

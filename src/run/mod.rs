@@ -1,32 +1,32 @@
-//! The retry loop: send, classify, decide, wait, until the decision table
-//! says stop. It owns a clock and a sleeper so that tests drive it without
-//! sleeping; everything it decides comes from `decision`.
+//! The retry loop: admit, attempt, learn, decide, wait, until the decision
+//! table says stop. It owns a clock and a sleeper so that tests drive it
+//! without sleeping; everything it decides comes from `decision`, and it
+//! writes no words: the record it hands back holds typed facts.
+//!
+//! - `admit`: before an attempt, the scope (breaker, gate, `--rate`, slot);
+//!   after it, what the scope learns;
+//! - `attempt`: one attempt and its judgement;
+//! - `record`: what the run found out, and how it ended.
 
+mod admit;
+mod attempt;
 pub mod record;
 
-use std::io::{self, ErrorKind, Read};
 use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, Sleeper};
-use crate::edge::http::{self, Failure, Limits, Reply, Transport};
-use crate::edge::sink::{DeliverError, Sink, Start};
+use crate::edge::http::{Limits, Transport};
+use crate::edge::sink::Sink;
 use crate::exit::Kind;
 use crate::exit::Signal;
 use crate::redact::Redactor;
-use crate::rules::attempt::{Observation, Phase};
-use crate::rules::contract;
-use crate::rules::decision::{self, Draw, Next, Policy, Progress, Replay, StopWhy, Verdict, Wait};
-use crate::rules::delay::{self, ServerDelay};
-use crate::rules::ratelimit;
-use crate::rules::resume::{self, Continuation};
-use crate::rules::scope::{self, BreakerNews, Lesson};
+use crate::rules::decision::{self, Draw, Next, Policy, Progress, Replay, Wait};
+use crate::rules::delay::ServerDelay;
+use crate::rules::resume;
+use crate::rules::scope::{self, BreakerNews};
 use crate::run::record::{Attempt, Ending, Record};
-use crate::state::Slot;
-use crate::state::{Admit, Learned, Shared};
-use crate::units::size_text;
-
-/// How much of a failed attempt's body is kept (the outcome shows 256 bytes).
-const ERROR_BODY_KEPT: u64 = 256;
+use crate::state::Shared;
+use attempt::{Attempted, Judged, LastError, Transfer, Turn};
 
 /// What the loop is doing, for `-v` narration and the progress display.
 #[derive(Debug)]
@@ -78,71 +78,36 @@ pub struct Loop<'a> {
     pub keep_body: u64,
 }
 
-/// The largest body `--require` will hold in memory to check.
-const CONTRACT_LIMIT: u64 = 64 << 20;
-
-/// What an attempt came to: a verdict of the decision table, or a failure
-/// of abide's own (the body could not be written).
-enum Judged {
-    Verdict(Verdict),
-    Internal(String),
-}
-
-/// Why a 2xx body was not delivered whole.
-enum Undelivered {
-    /// It broke off or came back mismatched; `phase` says whether another
-    /// attempt can go on cleanly.
-    Broken { phase: Phase, message: String },
-    /// It decoded to far more than it weighed (`--max-ratio`).
-    TooDense(String),
-    /// The destination refused the bytes.
-    Write(io::Error),
-}
-
-/// One attempt, judged, with what it teaches the scope.
-struct Attempted {
-    judged: Judged,
-    observation: Observation,
-    server: Option<ServerDelay>,
-    /// Time until the rate-limit quota resets, when the answer says it is used up.
-    quota: Option<Duration>,
-    attempt: Attempt,
+/// The world the loop runs in, injected so that tests drive it with fakes.
+struct World<'w> {
+    transport: &'w mut dyn Transport,
+    sink: &'w mut Sink,
+    clock: &'w dyn Clock,
+    sleeper: &'w mut dyn Sleeper,
+    draw: &'w mut dyn FnMut() -> f64,
+    on_event: &'w mut dyn FnMut(Event),
 }
 
 /// How a run ends early, before `Run::finish` turns it into a record.
 type End = (Ending, Option<Duration>);
 
-/// The run's parts that change as it goes.
+/// The run so far: its attempts and waits, and what the last answer left.
 struct Run {
     start: Instant,
     attempts: Vec<Attempt>,
     waited: Duration,
     ignored_delays: Vec<String>,
     last_error: Option<String>,
-    /// The last answer's headers, and the kept start of its body when it failed.
+    /// The last answer's headers, head and head time, and the kept start of
+    /// its body when it failed.
     headers: Vec<(String, String)>,
-    /// The last answer's head, as `-i` and `-D` write it.
     head: String,
-    /// From sending the last attempt to its answer's head (zero without one).
     head_after: Duration,
-    failed_body: Vec<u8>,
-    failed_body_truncated: bool,
+    failed_body: (Vec<u8>, bool),
     /// Waits the scope imposed before attempts, for the outcome's reason.
     scope_waits: Vec<(Duration, scope::Wait)>,
-    /// Where the next attempt asks the body to continue.
-    resume: Option<resume::From>,
-    /// Bytes continued rather than downloaded again.
-    resumed: u64,
-    /// The whole body's size, when the answer says it.
-    expected: Option<u64>,
+    transfer: Transfer,
 }
-
-/// The longest pause between two looks for a free concurrency slot.
-const SLOT_POLL_MAX: Duration = Duration::from_millis(20);
-/// The longest pause between two looks at another run's probe: a herd of
-/// waiters reads the state 20 times a second each, and learns of the
-/// probe's result within 50 ms.
-const PROBE_POLL_MAX: Duration = Duration::from_millis(50);
 
 impl Loop<'_> {
     pub fn run(
@@ -163,92 +128,101 @@ impl Loop<'_> {
             headers: Vec::new(),
             head: String::new(),
             head_after: Duration::ZERO,
-            failed_body: Vec::new(),
-            failed_body_truncated: false,
+            failed_body: (Vec::new(), false),
             scope_waits: Vec::new(),
-            // `-C -`: the bytes already in the file are the body's start.
-            resume: (self.resumable && sink.held() > 0).then(|| resume::From {
-                offset: sink.held(),
-                if_range: None,
-            }),
-            resumed: 0,
-            expected: None,
+            transfer: Transfer {
+                // `-C -`: the bytes already in the file are the body's start.
+                resume: (self.resumable && sink.held() > 0).then(|| resume::From {
+                    offset: sink.held(),
+                    if_range: None,
+                }),
+                ..Transfer::default()
+            },
         };
+        let mut world = World {
+            transport,
+            sink,
+            clock,
+            sleeper,
+            draw,
+            on_event,
+        };
+        let (ending, not_before) = self.attempts(&mut run, &mut world);
+        run.finish(clock, ending, not_before)
+    }
+
+    /// Attempts until one of them, or a wait, ends the run.
+    fn attempts(&self, run: &mut Run, w: &mut World) -> End {
+        let clock = w.clock;
         loop {
             let number = run.attempts.len() as u32 + 1;
-            let slot = match self.pass_scope(number, clock, sleeper, draw, &mut run, on_event) {
+            let admitted = self.pass_scope(number, clock, w.sleeper, w.draw, run, w.on_event);
+            let slot = match admitted {
                 Ok(slot) => slot,
-                Err((ending, not_before)) => return run.finish(clock, ending, not_before),
+                Err(end) => return end,
             };
             let left = match decision::attempt_room(self.policy, clock.now() - run.start) {
                 Ok(left) => left,
-                Err(stop) => return run.finish(clock, Ending::Decided(stop.why), stop.not_before),
+                Err(stop) => return (Ending::Decided(stop.why), stop.not_before),
             };
             let limits = self.limits(left);
-            on_event(Event::Sending {
+            (w.on_event)(Event::Sending {
                 attempt: number,
                 limits,
             });
-            let sent = clock.now();
-            run.head_after = Duration::ZERO;
-            let attempted = match transport.send(limits, run.resume.as_ref()) {
-                Ok(reply) => {
-                    run.head_after = clock.now() - sent;
-                    self.answered(reply, sink, clock, &mut run, number, on_event)
-                }
-                Err(failure) => self.failed(failure, clock, &mut run, number, on_event),
+            let turn = Turn {
+                number,
+                start: run.start,
+                clock,
             };
+            let mut attempted = self.attempt(
+                w.transport,
+                limits,
+                w.sink,
+                &turn,
+                &mut run.transfer,
+                w.on_event,
+            );
             // A signal cuts the request or the download in flight; whatever
             // that looked like, the run was interrupted.
-            if let Some(signal) = sleeper.cancelled() {
-                let mut attempt = attempted.attempt;
-                attempt.error = Some("interrupted".into());
-                run.attempts.push(attempt);
-                return run.finish(clock, Ending::Cancelled(signal), None);
+            if let Some(signal) = w.sleeper.cancelled() {
+                attempted.attempt.error = Some("interrupted".into());
+                run.absorb(attempted);
+                return (Ending::Cancelled(signal), None);
             }
             // Publish first, then sleep (and only then free the slot): other
             // processes of the scope learn of a Retry-After before this one
             // waits on it, and before anyone else can send.
-            let learned = self.teach_scope(&attempted, on_event);
+            let learned = self.teach_scope(&attempted, w.on_event);
             drop(slot);
-            let Attempted {
-                judged,
-                server,
-                attempt,
-                ..
-            } = attempted;
-            run.attempts.push(attempt);
-            let verdict = match judged {
+            let server = attempted.server;
+            let verdict = match run.absorb(attempted) {
                 Judged::Verdict(verdict) => verdict,
-                Judged::Internal(message) => {
-                    return run.finish(clock, Ending::Internal(message), None);
-                }
+                Judged::Internal(message) => return (Ending::Internal(message), None),
             };
             let progress = Progress {
                 attempt: number,
                 elapsed: clock.now() - run.start,
             };
-            let next = decision::next_step(verdict, server, progress, self.policy, Draw(draw()));
-            match decision::opened_breaker(next, learned.opened) {
-                Next::Stop(stop) => {
-                    return run.finish(clock, Ending::Decided(stop.why), stop.not_before);
-                }
-                Next::Wait(wait) => {
-                    if let Some(last) = run.attempts.last_mut() {
-                        last.wait = Some(wait.duration);
-                    }
-                    on_event(Event::Waiting {
-                        wait: &wait,
-                        retry: number,
-                    });
-                    let before = clock.now();
-                    if let Err(signal) = run.sleep(wait.duration, clock, sleeper) {
-                        // Cut short during the server's delay: the caller
-                        // still must not come back before it ends.
-                        let not_before = decision::cut_wait(&wait, clock.now() - before);
-                        return run.finish(clock, Ending::Cancelled(signal), not_before);
-                    }
-                }
+            let next =
+                decision::next_step(verdict, server, progress, self.policy, Draw((w.draw)()));
+            let wait = match decision::opened_breaker(next, learned.opened) {
+                Next::Stop(stop) => return (Ending::Decided(stop.why), stop.not_before),
+                Next::Wait(wait) => wait,
+            };
+            if let Some(last) = run.attempts.last_mut() {
+                last.wait = Some(wait.duration);
+            }
+            (w.on_event)(Event::Waiting {
+                wait: &wait,
+                retry: number,
+            });
+            let before = clock.now();
+            if let Err(signal) = run.sleep(wait.duration, clock, w.sleeper) {
+                // Cut short during the server's delay: the caller still
+                // must not come back before it ends.
+                let not_before = decision::cut_wait(&wait, clock.now() - before);
+                return (Ending::Cancelled(signal), not_before);
             }
         }
     }
@@ -269,512 +243,41 @@ impl Loop<'_> {
             stall: self.stall,
         }
     }
-
-    /// Before attempt `number`: the breaker, the gate and `--rate`, then a
-    /// concurrency slot. Waits as the scope says, or ends the run.
-    fn pass_scope(
-        &self,
-        number: u32,
-        clock: &dyn Clock,
-        sleeper: &mut dyn Sleeper,
-        draw: &mut dyn FnMut() -> f64,
-        run: &mut Run,
-        on_event: &mut dyn FnMut(Event),
-    ) -> Result<Option<Slot>, End> {
-        let Some(shared) = self.shared else {
-            return Ok(None);
-        };
-        // A --rate slot is reserved once per attempt; the breaker and the
-        // gate are asked again after every wait, since another process may
-        // have closed them in the meantime.
-        let mut rate_reserved = false;
-        loop {
-            let elapsed = clock.now() - run.start;
-            let left = self.policy.budget.saturating_sub(elapsed);
-            let patience = self.policy.max_wait.map_or(left, |m| m.min(left));
-            let (cause, wait, own) = match shared.admit(patience, !rate_reserved) {
-                Admit::Go => {
-                    let slot = self.take_slot(shared, clock, sleeper, run)?;
-                    // Waiting for the slot, the gate may have closed again.
-                    if slot.is_none() || shared.gate_open() {
-                        return Ok(slot);
-                    }
-                    continue;
-                }
-                Admit::Wait { wait, cause, own } => (cause, wait, own),
-                Admit::Unavailable(e) => {
-                    let why = Ending::Internal(format!(
-                        "the shared state is unavailable ({e}) and --state-required is set"
-                    ));
-                    return Err((why, None));
-                }
-            };
-            match decision::scope_step(cause, wait, elapsed, self.policy, Draw(draw())) {
-                Next::Stop(stop) => {
-                    return Err((Ending::Decided(stop.why), stop.not_before));
-                }
-                Next::Wait(wait) => {
-                    on_event(Event::Waiting {
-                        wait: &wait,
-                        retry: number - 1,
-                    });
-                    let before = clock.now();
-                    let slept = match cause {
-                        scope::Wait::Probe(_) => {
-                            self.behind_probe(shared, wait.duration, clock, sleeper, run)
-                        }
-                        _ => run.sleep(wait.duration, clock, sleeper),
-                    };
-                    let waited = clock.now() - before;
-                    // A run's own Retry-After, met again at the gate, is no
-                    // news: its wait is already in the history.
-                    if !own {
-                        run.note_scope_wait(waited, cause);
-                    }
-                    if let Err(signal) = slept {
-                        // The gate, or the open breaker, still holds for
-                        // whoever calls next.
-                        let not_before = decision::cut_scope_wait(cause, wait.duration, waited);
-                        return Err((Ending::Cancelled(signal), not_before));
-                    }
-                    rate_reserved |= cause == scope::Wait::Rate;
-                }
-            }
-        }
-    }
-
-    /// Waits behind another run's half-open probe, for at most `limit`:
-    /// until the probe ends, which is when its result (the breaker closed or
-    /// open again) tells this run what to do.
-    fn behind_probe(
-        &self,
-        shared: &Shared,
-        limit: Duration,
-        clock: &dyn Clock,
-        sleeper: &mut dyn Sleeper,
-        run: &mut Run,
-    ) -> Result<(), Signal> {
-        let start = clock.now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            let left = limit.saturating_sub(clock.now() - start);
-            if left.is_zero() || !shared.probed_by_another() {
-                return Ok(());
-            }
-            run.sleep(pause.min(left), clock, sleeper)?;
-            pause = (pause * 2).min(PROBE_POLL_MAX);
-        }
-    }
-
-    /// A `--max-concurrent` slot of the scope, waited for within the budget;
-    /// `None` when there is no limit.
-    fn take_slot(
-        &self,
-        shared: &Shared,
-        clock: &dyn Clock,
-        sleeper: &mut dyn Sleeper,
-        run: &mut Run,
-    ) -> Result<Option<Slot>, End> {
-        let mut pause = Duration::from_millis(1);
-        loop {
-            // The slot is held for the attempt; if this process dies, its
-            // lease ends a second after the attempt would have.
-            let left = self.policy.budget.saturating_sub(clock.now() - run.start);
-            let lease = self.limits(left).head + Duration::from_secs(1);
-            match shared.try_slot(lease) {
-                None => return Ok(None),
-                Some(Some(slot)) => return Ok(Some(slot)),
-                Some(None) => {}
-            }
-            if left <= pause {
-                let why = StopWhy::WaitOverBudget { wait: pause, left };
-                return Err((Ending::Decided(why), None));
-            }
-            run.sleep(pause, clock, sleeper)
-                .map_err(|signal| (Ending::Cancelled(signal), None))?;
-            pause = (pause * 2).min(SLOT_POLL_MAX);
-        }
-    }
-
-    /// What the scope learns from an attempt: a Retry-After or a used-up
-    /// quota closes its gate; failures count towards its breaker.
-    fn teach_scope(&self, attempted: &Attempted, on_event: &mut dyn FnMut(Event)) -> Learned {
-        let Some(shared) = self.shared else {
-            return Learned::default();
-        };
-        let lesson = Lesson {
-            health: scope::health(attempted.observation, &self.policy.retry_on),
-            retry_after: attempted
-                .server
-                .map(|s| delay::honoured(s.delay, self.policy.floor)),
-            // Retry-After takes precedence over the quota fields.
-            quota_reset: attempted.quota.filter(|_| attempted.server.is_none()),
-        };
-        let learned = shared.learn(&lesson);
-        for &news in &learned.news {
-            on_event(Event::Breaker(news));
-        }
-        learned
-    }
-
-    /// An HTTP answer: deliver it when it is the result, else keep the start
-    /// of its body for the outcome.
-    fn answered(
-        &self,
-        mut reply: Reply,
-        sink: &mut Sink,
-        clock: &dyn Clock,
-        run: &mut Run,
-        number: u32,
-        on_event: &mut dyn FnMut(Event),
-    ) -> Attempted {
-        let headers = || reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
-        let now = clock.wall();
-        let delays = delay::server_delay(headers(), now);
-        let quota = ratelimit::exhausted_for(headers(), now);
-        run.ignored_delays.extend(delays.ignored);
-        // A success's Retry-After is no request to wait (RFC 9110 gives it
-        // meaning on 503 and 3xx): it neither closes the scope's gate for
-        // later runs nor names a next_allowed_at; RateLimit fields stay the
-        // pacing source of successes.
-        let server = delays.delay.filter(|_| !(200..300).contains(&reply.status));
-        let mut observation = Observation::Status {
-            status: reply.status,
-            should_retry: should_retry(&reply),
-        };
-        run.headers = reply
-            .headers
-            .iter()
-            .map(|(name, value)| (name.clone(), self.redactor.text(value)))
-            .collect();
-        run.head = crate::edge::http::head(reply.version, reply.status, &run.headers);
-        on_event(Event::Answered {
-            attempt: number,
-            status: reply.status,
-            server,
-            head: &run.head,
-        });
-        let range = reply.header("content-range");
-        let whole = run.resume.is_some() && resume::already_whole(reply.status, range, sink.held());
-        let mut judged = Judged::Verdict(if whole {
-            Verdict::Success
-        } else {
-            decision::classify(observation, self.replay, self.policy)
-        });
-        let mut error = None;
-        run.failed_body.clear();
-        run.failed_body_truncated = false;
-        if whole {
-            run.resume = None;
-            run.resumed += sink.held();
-        } else if matches!(judged, Judged::Verdict(Verdict::Success)) {
-            run.expected = length(&reply);
-            sink.head(&run.head);
-            let delivered = if self.require.is_empty() {
-                self.deliver(&mut reply, sink, run, number, on_event)
-            } else {
-                self.check_contract(&mut reply, sink, &mut judged, run)
-            };
-            match delivered {
-                Ok(()) => {}
-                Err(Undelivered::Broken { phase, message }) => {
-                    observation = Observation::Transport(phase);
-                    judged =
-                        Judged::Verdict(decision::classify(observation, self.replay, self.policy));
-                    error = Some(self.redactor.text(&message));
-                    run.last_error = error.clone();
-                }
-                Err(Undelivered::TooDense(message)) => {
-                    judged = Judged::Verdict(Verdict::Invalid);
-                    error = Some(message.clone());
-                    run.last_error = Some(message);
-                }
-                Err(Undelivered::Write(e)) if e.kind() == ErrorKind::BrokenPipe => {
-                    // `abide … | head`: the reader has what it wanted.
-                }
-                Err(Undelivered::Write(e)) => {
-                    judged = Judged::Internal(format!("cannot write the body: {e}"));
-                }
-            }
-        } else {
-            // Beyond the error's cut by the longest secret: masked, then cut.
-            let reach = self.redactor.reach() as u64;
-            let limit = self.keep_body.max(ERROR_BODY_KEPT + reach);
-            let mut kept = Vec::new();
-            let _ = (&mut reply.body).take(limit + 1).read_to_end(&mut kept);
-            let (start, _) = self.redactor.cut(&kept, ERROR_BODY_KEPT as usize);
-            let text = String::from_utf8_lossy(&start).trim().to_string();
-            run.last_error = (!text.is_empty()).then_some(text);
-            run.keep_failed_body(kept, limit);
-        }
-        if matches!(judged, Judged::Verdict(Verdict::Success)) {
-            run.last_error = None;
-        }
-        Attempted {
-            judged,
-            observation,
-            server,
-            quota,
-            attempt: run.attempt(Some(reply.status), error, server, clock),
-        }
-    }
-
-    /// Delivers a 2xx body: after the bytes held when the answer continues
-    /// them, else from its start where that can still be done cleanly.
-    fn deliver(
-        &self,
-        reply: &mut Reply,
-        sink: &mut Sink,
-        run: &mut Run,
-        number: u32,
-        on_event: &mut dyn FnMut(Event),
-    ) -> Result<(), Undelivered> {
-        let held = sink.held();
-        let range = reply
-            .header("content-range")
-            .and_then(resume::content_range);
-        let asked = run.resume.take();
-        let headers = || reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
-        let validator = resume::validator(headers(), reply.decoded);
-        let (start, if_range) = match resume::continuation(reply.status, range, held) {
-            Continuation::Fresh => (Start::Over, validator),
-            Continuation::StartsOver if sink.clean() => (Start::Over, validator),
-            Continuation::Continues => {
-                let total = range.and_then(|r| r.total);
-                run.expected = total;
-                run.resumed += held;
-                on_event(Event::Resumed {
-                    attempt: number,
-                    offset: held,
-                    total,
-                });
-                let kept = asked.and_then(|from| from.if_range);
-                (Start::Held, kept.or(validator))
-            }
-            Continuation::StartsOver => {
-                return Err(Undelivered::Broken {
-                    phase: Phase::Partial,
-                    message: format!(
-                        "the server sent the whole body again (it ignored the range, or the \
-                         file changed) after {} of it had reached stdout",
-                        size_text(held)
-                    ),
-                });
-            }
-            Continuation::Mismatch => {
-                let first =
-                    range.map_or("no Content-Range".into(), |r| format!("byte {}", r.first));
-                return Err(Undelivered::Broken {
-                    phase: if sink.clean() {
-                        Phase::AfterSend
-                    } else {
-                        Phase::Partial
-                    },
-                    message: format!(
-                        "the server's 206 answer starts at {first}, not at byte {held}: not appended"
-                    ),
-                });
-            }
-        };
-        if reply
-            .header("content-type")
-            .is_some_and(|t| t.trim().starts_with("text/event-stream"))
-        {
-            sink.stream();
-        }
-        match sink.deliver(&mut reply.body, start) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(self.undelivered(e, sink, run, if_range)),
-        }
-    }
-
-    /// What a body that was not delivered means for the next attempt: it
-    /// continues the body when the answer named a version to ask for
-    /// (`if_range`), or starts over when nothing of it was seen yet.
-    fn undelivered(
-        &self,
-        error: DeliverError,
-        sink: &Sink,
-        run: &mut Run,
-        if_range: Option<String>,
-    ) -> Undelivered {
-        let error = match error {
-            DeliverError::Write(e) => return Undelivered::Write(e),
-            DeliverError::Read(e) => e,
-        };
-        let held = sink.held();
-        if let Some(dense) = crate::edge::decode::too_dense(&error) {
-            return Undelivered::TooDense(format!(
-                "{dense}: stopped after {}, from {} encoded",
-                size_text(held),
-                size_text(dense.encoded)
-            ));
-        }
-        let of = run
-            .expected
-            .map_or(String::new(), |total| format!(" of {}", size_text(total)));
-        let kind = http::io_kind(&error);
-        let detail = error.to_string();
-        let cause = if detail == kind {
-            detail
-        } else {
-            format!("{kind}: {detail}")
-        };
-        let mut message = format!("the body broke off after {}{of}: {cause}", size_text(held));
-        let phase = match if_range {
-            Some(validator) if self.resumable && held > 0 => {
-                run.resume = Some(resume::From {
-                    offset: held,
-                    if_range: Some(validator),
-                });
-                Phase::AfterSend
-            }
-            _ if sink.clean() => Phase::AfterSend,
-            _ => {
-                message.push_str(
-                    ", after part of it had reached stdout; the server offered no way to \
-                     resume it (Accept-Ranges: bytes, with a strong ETag or Last-Modified)",
-                );
-                Phase::Partial
-            }
-        };
-        Undelivered::Broken { phase, message }
-    }
-
-    /// Holds a 2xx body in memory, checks it against `--require`, and
-    /// delivers it only if it holds; otherwise the verdict becomes Invalid.
-    fn check_contract(
-        &self,
-        reply: &mut Reply,
-        sink: &mut Sink,
-        judged: &mut Judged,
-        run: &mut Run,
-    ) -> Result<(), Undelivered> {
-        let mut body = Vec::new();
-        if let Err(e) = (&mut reply.body)
-            .take(CONTRACT_LIMIT + 1)
-            .read_to_end(&mut body)
-        {
-            return Err(self.undelivered(DeliverError::Read(e), sink, run, None));
-        }
-        let verdict = if body.len() as u64 > CONTRACT_LIMIT {
-            Err("the body is larger than the 64 MiB --require can check".to_string())
-        } else {
-            contract::check(&body, self.require)
-        };
-        match verdict {
-            Ok(()) => sink
-                .deliver(&mut body.as_slice(), Start::Over)
-                .map(drop)
-                .map_err(|e| self.undelivered(e, sink, run, None)),
-            Err(detail) => {
-                *judged = Judged::Verdict(Verdict::Invalid);
-                run.last_error = Some(detail);
-                run.keep_failed_body(body, self.keep_body);
-                Ok(())
-            }
-        }
-    }
-
-    fn failed(
-        &self,
-        failure: Failure,
-        clock: &dyn Clock,
-        run: &mut Run,
-        number: u32,
-        on_event: &mut dyn FnMut(Event),
-    ) -> Attempted {
-        let message = self.redactor.text(&failure.message);
-        on_event(Event::Failed {
-            attempt: number,
-            error: &message,
-        });
-        run.last_error = Some(message.clone());
-        let observation = Observation::Transport(failure.phase);
-        Attempted {
-            judged: Judged::Verdict(decision::classify(observation, self.replay, self.policy)),
-            observation,
-            server: None,
-            quota: None,
-            attempt: run.attempt(None, Some(message), None, clock),
-        }
-    }
-}
-
-/// The size of a body as it will be delivered, when the answer says it.
-fn length(reply: &Reply) -> Option<u64> {
-    reply
-        .header("content-length")
-        .filter(|_| !reply.decoded)
-        .and_then(|n| n.trim().parse().ok())
-}
-
-/// The server's own word on retrying: `x-should-retry` (OpenAI, Anthropic
-/// SDKs) or `Stripe-Should-Retry`; anything but true/false is ignored.
-fn should_retry(reply: &Reply) -> Option<bool> {
-    ["x-should-retry", "stripe-should-retry"]
-        .iter()
-        .find_map(|name| reply.header(name))
-        .and_then(|v| match v.trim().to_ascii_lowercase().as_str() {
-            "true" => Some(true),
-            "false" => Some(false),
-            _ => None,
-        })
-}
-
-/// A sentence for the reason: the run waited for its scope before sending.
-fn scope_note(waited: Duration, cause: scope::Wait) -> String {
-    let why = match cause {
-        scope::Wait::Gate(scope::GateCause::RetryAfter) => {
-            "a Retry-After the server gave to another request"
-        }
-        scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
-            "the scope's used-up rate-limit quota"
-        }
-        scope::Wait::Rate => "--rate",
-        scope::Wait::HalfOpen(scope::Level::Scope) => "the scope's open circuit breaker",
-        scope::Wait::HalfOpen(scope::Level::Endpoint) => {
-            "the open circuit breaker of this request's endpoint"
-        }
-        scope::Wait::Probe(_) => "another run's probe of an open circuit breaker",
-    };
-    format!(
-        "Waited {:.1} s for {why} before sending.",
-        waited.as_secs_f64()
-    )
 }
 
 impl Run {
+    /// Records an attempt: the one place where what it found enters the
+    /// run. Hands back its judgement.
+    fn absorb(&mut self, attempted: Attempted) -> Judged {
+        let Attempted {
+            judged,
+            attempt,
+            answer,
+            error,
+            ignored_delays,
+            ..
+        } = attempted;
+        self.attempts.push(attempt);
+        self.ignored_delays.extend(ignored_delays);
+        self.head_after = Duration::ZERO;
+        if let Some(answer) = answer {
+            self.headers = answer.headers;
+            self.head = answer.head;
+            self.head_after = answer.head_after;
+            self.failed_body = answer.failed_body;
+        }
+        if let LastError::Now(error) = error {
+            self.last_error = error;
+        }
+        judged
+    }
+
     /// Counts a wait the scope imposed; waits of one cause in a row (the
-    /// looks behind a probe) make one sentence.
+    /// looks behind a probe) make one entry.
     fn note_scope_wait(&mut self, waited: Duration, cause: scope::Wait) {
         match self.scope_waits.last_mut() {
             Some((total, last)) if *last == cause => *total += waited,
             _ => self.scope_waits.push((waited, cause)),
-        }
-    }
-
-    /// Keeps the start of an answer's body that was not delivered (for the
-    /// agent object), noting whether there was more.
-    fn keep_failed_body(&mut self, mut body: Vec<u8>, limit: u64) {
-        self.failed_body_truncated = body.len() as u64 > limit;
-        body.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        self.failed_body = body;
-    }
-
-    fn attempt(
-        &self,
-        status: Option<u16>,
-        error: Option<String>,
-        server_delay: Option<ServerDelay>,
-        clock: &dyn Clock,
-    ) -> Attempt {
-        Attempt {
-            status,
-            error,
-            server_delay,
-            wait: None,
-            ended_at: clock.now() - self.start,
         }
     }
 
@@ -793,6 +296,7 @@ impl Run {
 
     fn finish(self, clock: &dyn Clock, ending: Ending, not_before: Option<Duration>) -> Record {
         let succeeded = ending.kind() == Kind::Succeeded;
+        let (failed_body, failed_body_truncated) = self.failed_body;
         Record {
             ending,
             elapsed: clock.now() - self.start,
@@ -804,14 +308,11 @@ impl Run {
             headers: self.headers,
             head: self.head,
             head_after: self.head_after,
-            failed_body: self.failed_body,
-            failed_body_truncated: self.failed_body_truncated,
-            notes: self
-                .scope_waits
-                .iter()
-                .map(|&(waited, cause)| scope_note(waited, cause))
-                .collect(),
-            resumed: self.resumed,
+            failed_body,
+            failed_body_truncated,
+            scope_waits: self.scope_waits,
+            state_outage: None,
+            resumed: self.transfer.resumed,
         }
     }
 }
@@ -820,9 +321,12 @@ impl Run {
 mod tests {
     use super::*;
     use crate::clock::Millis;
+    use crate::edge::http::{Failure, Reply};
+    use crate::rules::attempt::Phase;
     use crate::rules::scope::{Breaker, Probe, ScopePolicy, ScopeState};
     use crate::state::memory::{Elsewhere, Memory};
     use std::cell::Cell;
+    use std::io::{ErrorKind, Read};
     use std::rc::Rc;
     use std::time::SystemTime;
 
@@ -1281,6 +785,47 @@ mod tests {
         }
     }
 
+    /// A scope whose gate another request's Retry-After closed until `ms`.
+    fn gated_until(ms: u64) -> ScopeState {
+        ScopeState {
+            next_allowed_at: Some(at_ms(ms)),
+            gate_cause: Some(scope::GateCause::RetryAfter),
+            gate_by: Some("another".into()),
+            ..ScopeState::default()
+        }
+    }
+
+    #[test]
+    fn a_gate_another_request_closed_is_waited_for_before_sending() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(gated_until(1_500));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind(), Kind::Succeeded);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sleeps, [1_500]);
+        assert_eq!(
+            record.scope_waits,
+            [(
+                Duration::from_millis(1_500),
+                scope::Wait::Gate(scope::GateCause::RetryAfter)
+            )]
+        );
+    }
+
+    #[test]
+    fn a_gate_wait_cut_short_still_says_when_the_gate_opens() {
+        let mut case = Case::new(vec![Ok((200, vec![]))]);
+        case.scope = Some(gated_until(1_500));
+        case.cancel_after = Some(1);
+        let (record, sent, _) = case.run();
+        assert_eq!(record.ending, Ending::Cancelled(Signal::Interrupt));
+        assert!(sent.is_empty());
+        assert_eq!(
+            record.next_allowed_at,
+            Some(epoch() + Duration::from_millis(1_500))
+        );
+    }
+
     #[test]
     fn a_free_concurrency_slot_is_taken_for_the_attempt_and_given_back() {
         let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
@@ -1323,8 +868,11 @@ mod tests {
         assert_eq!(sleeps, [2_000]);
         assert_eq!(record.waited, Duration::from_secs(2));
         assert_eq!(
-            record.notes,
-            ["Waited 2.0 s for the scope's open circuit breaker before sending."]
+            record.scope_waits,
+            [(
+                Duration::from_secs(2),
+                scope::Wait::HalfOpen(scope::Level::Scope)
+            )]
         );
     }
 
@@ -1350,7 +898,7 @@ mod tests {
         let behind: u128 = looks.iter().sum();
         assert!((300..350).contains(&behind), "{sleeps:?}");
         assert_eq!(sleeps.iter().sum::<u128>(), 1_300, "{sleeps:?}");
-        assert_eq!(record.notes.len(), 2, "{:?}", record.notes);
+        assert_eq!(record.scope_waits.len(), 2, "{:?}", record.scope_waits);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use crate::exit::{Kind, Signal};
 use crate::rules::decision::StopWhy;
 use crate::rules::delay::ServerDelay;
+use crate::rules::scope;
 
 /// One attempt, as the run saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,8 +43,12 @@ pub struct Record {
     /// The kept start of the last answer's body when it was not delivered.
     pub failed_body: Vec<u8>,
     pub failed_body_truncated: bool,
-    /// Sentences added to the reason (say, shared state that was unavailable).
-    pub notes: Vec<String>,
+    /// Waits the scope imposed before attempts (one entry for waits of one
+    /// cause in a row), told in the reason.
+    pub scope_waits: Vec<(Duration, scope::Wait)>,
+    /// Why the shared state was unavailable, when it was (already masked):
+    /// the run went on without it, or stopped if it was required.
+    pub state_outage: Option<String>,
     /// Bytes of the body not asked for again: kept from attempts whose
     /// body broke off (or from `-C -`) and continued with a range request.
     pub resumed: u64,
@@ -70,7 +75,8 @@ impl Record {
             head_after: Duration::ZERO,
             failed_body: Vec::new(),
             failed_body_truncated: false,
-            notes: Vec::new(),
+            scope_waits: Vec::new(),
+            state_outage: None,
             resumed: 0,
         }
     }

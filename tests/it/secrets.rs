@@ -319,3 +319,83 @@ fn secrets_are_masked_before_the_cut_and_in_every_spelling() {
         }
     }
 }
+
+/// A Redis server that takes the client's AUTH, then refuses every later
+/// command with an error that quotes it, password and all: the state fails
+/// during the run, not when it is opened.
+fn quoting_redis() -> Raw {
+    raw(|stream| {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut out = stream;
+        let mut line = String::new();
+        let mut auth = None;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let count: usize = line.trim().trim_start_matches('*').parse().unwrap_or(0);
+            let mut args = Vec::new();
+            for _ in 0..count {
+                line.clear();
+                let _ = reader.read_line(&mut line);
+                let len: usize = line.trim().trim_start_matches('$').parse().unwrap_or(0);
+                let mut arg = vec![0; len + 2];
+                if reader.read_exact(&mut arg).is_err() {
+                    return;
+                }
+                args.push(String::from_utf8_lossy(&arg[..len]).into_owned());
+            }
+            let reply = match &auth {
+                None => {
+                    auth = Some(args.join(" "));
+                    "+OK\r\n".to_string()
+                }
+                Some(auth) => format!("-ERR refused after {auth}\r\n"),
+            };
+            if out.write_all(reply.as_bytes()).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn a_state_that_fails_during_the_run_is_masked_in_the_outcome_and_log() {
+    let redis = quoting_redis();
+    let state = format!(
+        "redis://ops:s3cr3t-redis-pass@{}/",
+        redis.url().trim_start_matches("http://")
+    );
+    let lab = scripted(vec![Step::new(200)]);
+    let dir = temp_dir("state-fails");
+    let log = dir.join("audit.jsonl");
+    let target = url(&lab.url());
+    let common = [
+        "--state",
+        &state,
+        "--rate",
+        "100/s",
+        "-v",
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    for extra in [&[][..], &["--state-required"]] {
+        let run = run(&[&common[..], extra, &[&target]].concat());
+        assert_run_clean("a state failing during the run", &run);
+        let reason = run.outcome()["reason"].as_str().unwrap().to_string();
+        // The failure reached the outcome, its password masked.
+        assert!(reason.contains("refused after AUTH ops ***"), "{reason}");
+        assert_eq!(
+            run.code,
+            if extra.is_empty() { 0 } else { 1 },
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(redis.accepted() >= 2);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.lines().count() >= 3, "{text}");
+    assert_clean("the audit log", &text);
+}

@@ -1,0 +1,603 @@
+//! One fetch's resources and its steps, so that more than one front end
+//! (the single run today, a batch driver) can drive a request: open the log,
+//! the signal watch and the scope state; keep a task's key; make the sink;
+//! refuse a request that keeps failing the same way (the no-progress guard);
+//! run the loop; close the state; write the outcome (line or agent object,
+//! `-w`, `-D`, `--log`). Each step takes the plan and hands back data.
+
+use std::io::Write;
+use std::time::Duration;
+
+use crate::clock::SystemClock;
+use crate::edge::cancel::Cancel;
+use crate::edge::http::{Body, Http};
+use crate::edge::sink::Sink;
+use crate::exit::Kind;
+use crate::plan::{self, Backend, OutcomeTo, Plan};
+use crate::report::agent::AgentObject;
+use crate::report::audit::{Audit, Entry, Setting};
+use crate::report::narrate::Narrator;
+use crate::report::outcome::Line;
+use crate::report::progress::{self, Progress};
+use crate::report::writeout::{Facts, Format};
+use crate::run::Loop;
+use crate::run::record::{Ending, Record};
+use crate::state::{FileStore, RedisStore, Shared, Store};
+
+use super::{append_to, print_object, write_outcome};
+
+/// How the run speaks: an agent's one JSON object, or a person's terminal.
+#[derive(Debug, Clone, Copy)]
+pub struct Face {
+    pub agent: bool,
+    /// `-v` (never in agent mode: it speaks only through its object).
+    pub verbose: bool,
+    /// `-s`: no countdown or download bar.
+    pub silent: bool,
+}
+
+/// The longest a state store may take to connect or answer.
+const STATE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// What one request holds from opening to its outcome.
+pub struct Session {
+    face: Face,
+    audit: Option<Audit>,
+    cancel: Cancel,
+    shared: Option<Shared>,
+    /// Why the scope state could not be used (already masked).
+    state_failure: Option<String>,
+}
+
+/// A run whose body is in place (or discarded): what is left to report.
+pub struct Settled {
+    pub record: Record,
+    /// The agent's captured body of a success, and whether there was more.
+    captured: Option<(Vec<u8>, bool)>,
+    /// The final transfer's bytes, for `-w`.
+    downloaded: u64,
+}
+
+impl Settled {
+    /// A run that ended before anything was sent.
+    pub fn unsent(ending: Ending) -> Settled {
+        Settled {
+            record: Record::unsent(ending),
+            captured: None,
+            downloaded: 0,
+        }
+    }
+}
+
+/// What the no-progress guard found: the request's fingerprint to remember
+/// afterwards, or the ending of a request refused before it is sent.
+pub struct Guard {
+    fingerprint: Option<String>,
+    refused: Option<Ending>,
+}
+
+impl Session {
+    /// Opens what the request needs before anything is sent: `--outcome`'s
+    /// file, the `--log`, the signal watch and the scope state. An error is
+    /// a usage error's message.
+    pub fn open(plan: &Plan, face: Face) -> Result<Session, String> {
+        // Agent mode writes its one object to stdout, never to --outcome.
+        if let OutcomeTo::Append(path) = &plan.outcome_to
+            && !face.agent
+            && let Err(e) = append_to(path)
+        {
+            return Err(format!("cannot write --outcome {}: {e}", path.display()));
+        }
+        let audit = plan
+            .log
+            .as_deref()
+            .map(|path| {
+                Audit::open(path).map_err(|e| format!("cannot open --log {}: {e}", path.display()))
+            })
+            .transpose()?;
+        // Watched from here on, before the state is opened and before the
+        // first temporary file exists, so that a signal always gets its
+        // outcome line and the cleanup.
+        let cancel = Cancel::default();
+        if let Err(e) = cancel.on_signals()
+            && !face.agent
+        {
+            eprintln!("abide: warning: cannot watch for signals: {e}");
+        }
+        let (shared, state_failure) = open_shared(plan);
+        Ok(Session {
+            face,
+            audit,
+            cancel,
+            shared,
+            state_failure,
+        })
+    }
+
+    /// Whether the request may go on with the state it has, and `--task`'s
+    /// idempotency key, kept in the scope state before anything is sent so
+    /// that a crash and a rerun reuse it. An error is the unsent ending.
+    pub fn keep_task_key(&self, plan: &mut Plan) -> Result<(), Ending> {
+        let refusal = match (&self.state_failure, &self.shared) {
+            (Some(e), _) if plan.state_required => Some(format!(
+                "the shared state is unavailable ({e}) and --state-required is set"
+            )),
+            // Without the state a task's key would be new on every rerun:
+            // the very double write --task is there to prevent.
+            (e, None) if plan.task.is_some() => Some(format!(
+                "--task keeps its idempotency key in the scope state, which is unavailable ({})",
+                e.as_deref()
+                    .unwrap_or("no state directory: set --state-dir or HOME")
+            )),
+            _ => None,
+        };
+        if let Some(why) = refusal {
+            return Err(Ending::Internal(why));
+        }
+        if let (Some(task), Some(shared)) = (plan.task.clone(), &self.shared) {
+            let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
+            match shared.task_key(&task, &fresh, plan.task_ttl) {
+                Ok(key) => plan.set_idempotency_key(key),
+                Err(e) => {
+                    return Err(Ending::Internal(format!(
+                        "--task: the scope state cannot keep the idempotency key ({e})"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The request's transport: `shared`'s connection pool when a driver
+    /// holds one for many requests, else a new one. Its attempt in flight
+    /// is cut by a signal. An error is a usage error's message.
+    pub fn transport(&self, plan: &Plan, shared: Option<&Http>) -> Result<Http, String> {
+        let transport = match shared {
+            Some(http) => http.for_request(plan.request.clone()),
+            None => {
+                Http::new(&plan.settings, plan.request.clone()).map_err(|e| format!("{e:#}"))?
+            }
+        };
+        self.cancel.interrupt_with(transport.interrupter());
+        Ok(transport)
+    }
+
+    /// Where the body goes: the `-o` file, the agent's capture or stdout.
+    /// Made last of the checks, so that no early return leaves a temporary
+    /// file. An error is a usage error's message.
+    pub fn sink(&self, plan: &Plan) -> Result<Sink, String> {
+        Ok(match &plan.output {
+            Some(path) => match Sink::file(path, plan.continue_output) {
+                Ok(sink) if plan.include => sink.include(),
+                Ok(sink) => sink,
+                Err(e) => return Err(format!("cannot write to {}: {e}", path.display())),
+            },
+            None if self.face.agent => Sink::capture(agent_keeps(plan)),
+            None => Sink::stdout(plan.no_buffer, plan.include),
+        })
+    }
+
+    /// The no-progress guard: a request that failed the same way
+    /// `--no-progress` times in a row is not sent again; a signal that came
+    /// already ends it unsent too.
+    pub fn guard(&self, plan: &Plan) -> Guard {
+        let fingerprint = match &self.shared {
+            Some(_) if plan.no_progress > 0 => plan::fingerprint(&plan.request).ok(),
+            _ => None,
+        };
+        let repeats = match (&self.shared, &fingerprint) {
+            (Some(shared), Some(fp)) => shared.repeats(fp),
+            _ => 0,
+        };
+        let refused = if let Some(signal) = self.cancel.cancelled() {
+            Some(Ending::Cancelled(signal))
+        } else if plan.no_progress > 0 && repeats >= plan.no_progress {
+            Some(Ending::NoProgress { times: repeats })
+        } else {
+            None
+        };
+        Guard {
+            fingerprint,
+            refused,
+        }
+    }
+
+    /// Sends the request as the plan says, through the loop, with the
+    /// progress display and the audit log watching; unless the guard
+    /// refused it. Then closes the scope state: the slot released, the
+    /// result remembered for the guard, the state's notes and failure said.
+    pub fn run(
+        &mut self,
+        plan: &Plan,
+        guard: Guard,
+        transport: &mut Http,
+        sink: &mut Sink,
+    ) -> Record {
+        let record = match guard.refused {
+            Some(ending) => Record::unsent(ending),
+            None => self.attempts(plan, transport, sink),
+        };
+        self.close(plan, guard.fingerprint.as_deref(), record)
+    }
+
+    fn attempts(&mut self, plan: &Plan, transport: &mut Http, sink: &mut Sink) -> Record {
+        let looper = Loop {
+            policy: &plan.policy,
+            replay: plan.replay,
+            max_time: plan.max_time,
+            connect_timeout: plan.connect_timeout,
+            stall: plan.stall,
+            resumable: plan.resumable,
+            redactor: &plan.redactor,
+            shared: self.shared.as_ref(),
+            require: &plan.require,
+            keep_body: if self.face.agent {
+                agent_keeps(plan)
+            } else {
+                0
+            },
+        };
+        // The URL as sent has no user-info, so its authority is safe to show.
+        let host = plan
+            .request
+            .url
+            .parse::<ureq::http::Uri>()
+            .ok()
+            .and_then(|uri| uri.authority().map(|a| a.to_string()))
+            .unwrap_or_else(|| plan.context.scope.clone());
+        let narrator = Narrator {
+            host,
+            scope: plan.context.scope.clone(),
+            policy: plan.policy.clone(),
+            max_time: plan.max_time,
+        };
+        let progress = Progress::new(
+            narrator,
+            plan.context.method.clone(),
+            request_head(plan),
+            plan.output.is_some(),
+            self.face.verbose,
+            progress::on_terminal(self.face.silent || self.face.agent),
+        );
+        let audit = &mut self.audit;
+        let setting = Setting {
+            context: &plan.context,
+            policy: &plan.policy,
+            redactor: &plan.redactor,
+        };
+        let record = looper.run(
+            &mut progress.watch(transport),
+            sink,
+            &SystemClock,
+            &mut self.cancel,
+            &mut rand::random::<f64>,
+            &mut |event| {
+                progress.event(&event);
+                if let Some(audit) = audit {
+                    audit.write(&Entry::of(&event, &setting));
+                }
+            },
+        );
+        // Off the screen before anything else is written: notes, outcome.
+        progress.finish();
+        record
+    }
+
+    fn close(&mut self, plan: &Plan, fingerprint: Option<&str>, mut record: Record) -> Record {
+        if let Some(shared) = &self.shared {
+            shared.release();
+            if let Some(fp) = fingerprint
+                && record.kind() != Kind::NoProgress
+            {
+                let failed = matches!(record.kind(), Kind::NonRetryable | Kind::InvalidResponse);
+                shared.remember(fp, failed);
+            }
+            // The store's own words may quote its URL, password and all.
+            let failure = shared.failure().map(|e| plan.redactor.text(&e));
+            self.state_failure = self.state_failure.take().or(failure);
+            let notes = shared.take_notes();
+            if self.face.verbose {
+                for note in notes {
+                    eprintln!("abide: {}", plan.redactor.text(&note));
+                }
+            }
+        }
+        if let Some(e) = &self.state_failure {
+            if !self.face.agent && !plan.state_required {
+                eprintln!(
+                    "abide: warning: the shared state is unavailable ({e}); going on without it"
+                );
+            }
+            record.state_outage = Some(e.clone());
+        }
+        record
+    }
+
+    /// Puts the body in place (or discards it) and writes `-D`: what is
+    /// left to report.
+    pub fn settle(&self, plan: &Plan, mut record: Record, sink: Sink) -> Settled {
+        let agent = self.face.agent;
+        // `curl`-style: at a terminal, the outcome line starts on its own line.
+        if sink.open_line() && !agent && plan.outcome_to == OutcomeTo::Stderr {
+            use std::io::IsTerminal;
+            if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
+                eprintln!();
+            }
+        }
+        let captured = match &sink {
+            Sink::Capture {
+                body, truncated, ..
+            } if record.kind() == Kind::Succeeded => Some((body.clone(), *truncated)),
+            _ => None,
+        };
+        if let (Some(to), false) = (&plan.dump_header, record.head.is_empty())
+            && let Err(e) = dump_header(to, &record.head)
+        {
+            let why = format!("cannot write -D {}: {e}", to.display());
+            if record.kind() == Kind::Succeeded {
+                record.ending = Ending::Internal(why);
+            } else {
+                eprintln!("abide: warning: {why}");
+            }
+        }
+        // The final transfer's bytes, as curl counts them: not those resumed.
+        let downloaded = if record.kind() == Kind::Succeeded {
+            sink.held().saturating_sub(record.resumed)
+        } else {
+            0
+        };
+        if record.kind() == Kind::Succeeded {
+            if let Err(e) = sink.commit() {
+                record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
+            }
+        } else if let Err(e) = sink.discard(error_head(&record))
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+            && !agent
+        {
+            eprintln!("abide: warning: cannot write the head to stdout: {e}");
+        }
+        Settled {
+            record,
+            captured,
+            downloaded,
+        }
+    }
+
+    /// The outcome line of `record`, written to the `--log` too.
+    pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
+        let line = Line::new(&plan.context, record, &plan.redactor);
+        if let Some(audit) = &mut self.audit {
+            audit.write(&Entry::Outcome(&line));
+            if let Some(e) = audit.take_error()
+                && !self.face.agent
+            {
+                eprintln!("abide: warning: the --log could not be written: {e}");
+            }
+        }
+        line
+    }
+
+    /// Writes the outcome where it goes (the agent object, or `-w` and the
+    /// outcome line) and to the audit log; how the run ended.
+    pub fn report(mut self, plan: &Plan, settled: Settled) -> Kind {
+        let Settled {
+            record,
+            captured,
+            downloaded,
+        } = settled;
+        let mut line = self.line(plan, &record);
+        if self.face.agent {
+            let (bytes, more) = captured
+                .unwrap_or_else(|| (record.failed_body.clone(), record.failed_body_truncated));
+            let body = crate::report::agent::body(&bytes, more, plan.max_body, &plan.redactor);
+            if body.truncated {
+                line.instruction.push(' ');
+                line.instruction
+                    .push_str(&crate::report::agent::truncated_words(
+                        plan.max_body,
+                        &record.headers,
+                    ));
+            }
+            let object = AgentObject {
+                line: &line,
+                body: body.value,
+                body_truncated: body.truncated,
+                body_encoding: body.encoding,
+                headers: crate::report::agent::headers(&record.headers, &plan.redactor),
+            };
+            print_object(&object);
+        } else {
+            if let Some(format) = &plan.write_out {
+                write_out(format, plan, &record, &line, downloaded);
+            }
+            write_outcome(&plan.outcome_to, &line);
+        }
+        record.kind()
+    }
+}
+
+/// How much of a body the agent object holds: beyond --max-body by the
+/// longest secret, so that one crossing the cut is masked before the cut.
+fn agent_keeps(plan: &Plan) -> u64 {
+    plan.max_body + plan.redactor.reach() as u64
+}
+
+/// Opens the scope state the plan asks for. A store that cannot be opened is
+/// reported (second value) and the run goes on without it, unless required.
+fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
+    // Short, and never more than a fraction of the budget; after its first
+    // failure a run stops using the store, so that is all it can cost.
+    let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
+    let store: std::io::Result<Box<dyn Store>> = match &plan.state {
+        None => return (None, None),
+        Some(Backend::Files(dir)) => FileStore::open(dir, timeout)
+            .map(|s| Box::new(s) as Box<dyn Store>)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+        Some(Backend::Redis(url)) => {
+            RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store>)
+        }
+    };
+    match store {
+        Ok(store) => {
+            let shared = Shared::new(
+                store,
+                plan.context.scope.clone(),
+                plan::endpoint(&plan.request),
+                plan.scope_policy,
+                plan.max_concurrent,
+                plan.state_required,
+            );
+            (Some(shared), None)
+        }
+        Err(e) => (None, Some(plan.redactor.text(&e.to_string()))),
+    }
+}
+
+/// `-w`: the format, rendered from the run, to stdout (and stderr after
+/// `%{stderr}`); a reader that went away gets nothing.
+fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloaded: u64) {
+    let uploaded = match &plan.request.body {
+        Body::Empty => 0,
+        Body::Bytes(bytes) => bytes.len() as u64,
+        Body::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+    };
+    let error = if record.kind() == Kind::Succeeded {
+        String::new()
+    } else {
+        line.reason.clone()
+    };
+    let json = line.to_json();
+    let facts = Facts {
+        status: line.status,
+        url: &plan.context.url,
+        method: &plan.context.method,
+        headers: &record.headers,
+        downloaded,
+        uploaded,
+        total: record.elapsed,
+        head_after: record.head_after,
+        attempts: record.attempts.len(),
+        exit_code: record.kind().exit_code(),
+        error: &error,
+        json: &json,
+    };
+    let _ = format.render(
+        &facts,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+}
+
+/// The head a failed run writes alone with `-i`: that of a final answer
+/// that was itself the failure (a 4xx or 5xx), as curl -f -i writes it;
+/// not a 2xx head whose body never came whole.
+fn error_head(record: &Record) -> &str {
+    let status = record.attempts.last().and_then(|a| a.status);
+    match status {
+        Some(s) if !(200..300).contains(&s) => &record.head,
+        _ => "",
+    }
+}
+
+/// The request's head for `-v`, as curl shows it (`> GET /path HTTP/1.1`),
+/// with abide's own headers; ureq adds the framing ones. Every value goes
+/// through the redactor, so a credential shows as its mask.
+fn request_head(plan: &Plan) -> String {
+    let uri = plan.request.url.parse::<ureq::http::Uri>().ok();
+    let target = uri
+        .as_ref()
+        .and_then(|u| u.path_and_query())
+        .map_or("/".to_string(), |p| p.to_string());
+    let host = uri
+        .as_ref()
+        .and_then(|u| u.authority())
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let target = crate::redact::url(&target);
+    let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
+    for (name, value) in &plan.request.headers {
+        // Masked where abide put it, however short: a credential header's
+        // value (its scheme, "Bearer", may show).
+        let shown = if crate::redact::is_secret_name(name) {
+            match value.split_once(' ') {
+                Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => {
+                    format!("{scheme} ***")
+                }
+                _ => "***".to_string(),
+            }
+        } else {
+            plan.redactor.text(value)
+        };
+        head.push_str(&format!("{name}: {shown}\n"));
+    }
+    plan.redactor.text(&head)
+}
+
+/// `-D`: the final answer's head, to a file or (`-`) stdout.
+fn dump_header(to: &std::path::Path, head: &str) -> std::io::Result<()> {
+    if to.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(head.as_bytes())?;
+        out.flush()
+    } else {
+        std::fs::write(to, head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared_across_threads<T: Send + Sync>() {}
+    fn moves_to_a_thread<T: Send>() {}
+
+    /// A driver of many requests holds one transport for all of them, on
+    /// threads (a `Session` itself does not move yet: its `Shared` holds a
+    /// `Box<dyn Store>` that is not `Send`).
+    #[test]
+    fn the_transport_is_shared_across_threads() {
+        shared_across_threads::<Http>();
+        moves_to_a_thread::<Cancel>();
+        moves_to_a_thread::<Audit>();
+        moves_to_a_thread::<Sink>();
+    }
+
+    #[test]
+    fn one_transport_sends_many_requests_from_threads() {
+        use crate::edge::http::{Limits, Request, Settings, Transport};
+        use crate::lab::{Lab, LabConfig, Script, Step};
+        let lab = Lab::start(
+            0,
+            LabConfig {
+                script: Some(Script::new(vec![Step::new(200)])),
+                ..LabConfig::default()
+            },
+        )
+        .unwrap();
+        let request = |path: &str| Request {
+            method: "GET".into(),
+            url: format!("{}/{path}", lab.url()),
+            headers: Vec::new(),
+            body: Body::Empty,
+        };
+        let shared = Http::new(&Settings::default(), request("first")).unwrap();
+        let limits = Limits {
+            head: Duration::from_secs(5),
+            total: None,
+            connect: Duration::from_secs(5),
+            stall: Duration::from_secs(5),
+        };
+        std::thread::scope(|threads| {
+            for path in ["a", "b", "c"] {
+                let mut http = shared.for_request(request(path));
+                threads.spawn(move || {
+                    let reply = http.send(limits, None).map_err(|f| f.message).unwrap();
+                    assert_eq!(reply.status, 200);
+                });
+            }
+        });
+        let mut paths: Vec<String> = lab.records().into_iter().map(|r| r.path).collect();
+        paths.sort();
+        assert_eq!(paths, ["/a", "/b", "/c"]);
+    }
+}
