@@ -15,6 +15,9 @@ pub enum Kind {
     SideEffectUnknown,
     InvalidResponse,
     NoProgress,
+    /// Neither waiting nor retrying can settle it: a person must decide
+    /// (a write whose `--check` said neither yes nor no, a spent task).
+    NeedsHuman,
     /// A body broke off after part of it reached stdout.
     Incomplete,
     /// SIGINT.
@@ -27,7 +30,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Succeeded,
         Kind::InternalError,
         Kind::UsageError,
@@ -38,6 +41,7 @@ impl Kind {
         Kind::SideEffectUnknown,
         Kind::InvalidResponse,
         Kind::NoProgress,
+        Kind::NeedsHuman,
         Kind::Incomplete,
         Kind::HungUp,
         Kind::Cancelled,
@@ -57,6 +61,7 @@ impl Kind {
             Kind::SideEffectUnknown => 7,
             Kind::InvalidResponse => 8,
             Kind::NoProgress => 9,
+            Kind::NeedsHuman => 10,
             Kind::Incomplete => 11,
             Kind::HungUp => 129,
             Kind::Cancelled => 130,
@@ -97,6 +102,7 @@ impl Kind {
             Kind::SideEffectUnknown => "SIDE_EFFECT_UNKNOWN",
             Kind::InvalidResponse => "INVALID_RESPONSE",
             Kind::NoProgress => "NO_PROGRESS",
+            Kind::NeedsHuman => "NEEDS_HUMAN",
             Kind::Incomplete => "INCOMPLETE",
             Kind::Cancelled | Kind::Terminated | Kind::HungUp | Kind::Quit => "CANCELLED",
         }
@@ -117,6 +123,9 @@ impl Kind {
             Kind::SideEffectUnknown => "a write may have been applied; not replayed",
             Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
             Kind::NoProgress => "the same failing request again; refused unsent",
+            Kind::NeedsHuman => {
+                "a person must decide: --check said neither yes nor no, or --task-attempts are spent"
+            }
             Kind::Incomplete => "the body broke off after part of it reached stdout",
             Kind::HungUp => "hung up (SIGHUP); abide then ends by the signal",
             Kind::Cancelled => "interrupted by SIGINT; abide then ends by the signal",

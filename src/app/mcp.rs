@@ -359,8 +359,13 @@ Read `ok` and `outcome` first, then `body`. If `ok` is false, do what `instructi
 `next_allowed_at` is set, do not call the same endpoint again before that time; NON_RETRYABLE \
 and INVALID_RESPONSE need a changed request, not a retry; SIDE_EFFECT_UNKNOWN means a write may \
 have happened, so check the resource before sending it again; NO_PROGRESS means the same failing \
-request was sent too often. For a write that must happen once, pass idempotency_key \"auto\" and \
-a task id that stays the same when you try the same write again, and a new one for another write.";
+request was sent too often; NEEDS_HUMAN means no retry or wait can settle it (a write that may or \
+may not have happened, or a task that used up its attempts): stop, do not send that request again \
+under any task, and hand the `reason` to a person. For a write that must happen once, pass \
+idempotency_key \"auto\" and a task id that stays the same when you try the same write again; a \
+task id names one write, so another write needs a new one (a different request under a used task \
+id is refused, USAGE_ERROR). `reconciled` true means a write whose answer was lost was found to \
+have happened: do not send it again; `operation_id` is the provider's id of what it created.";
 
 fn input_schema() -> JsonObject {
     let schema = json!({
@@ -381,7 +386,7 @@ fn input_schema() -> JsonObject {
             },
             "task": {
                 "type": "string",
-                "description": "A stable id of this write: a retry of the same write sends the same key."
+                "description": "A stable id of this one write: a retry of the same write sends the same key; another write needs another id."
             },
             "require": {
                 "type": "array",
@@ -431,6 +436,14 @@ fn output_schema() -> JsonObject {
             "error": nullable("string"),
             "history": {"type": "array", "items": {"type": "object"}},
             "resumed_bytes": {"type": "integer"},
+            "reconciled": {
+                "type": "boolean",
+                "description": "true: a write whose answer was lost was checked and had happened."
+            },
+            "operation_id": {
+                "type": ["string", "null"],
+                "description": "The provider's id (or URL) of what the write created."
+            },
             "body": {},
             "body_truncated": {"type": "boolean"},
             "body_encoding": {

@@ -5,8 +5,9 @@
 //! run the loop; close the state; write the outcome (line or agent object,
 //! `-w`, `-D`, `--log`). Each step takes the plan and hands back data.
 
+use std::cell::{OnceCell, RefCell};
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::clock::SystemClock;
 use crate::edge::cancel::Cancel;
@@ -16,13 +17,15 @@ use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::report::agent::AgentObject;
 use crate::report::audit::{Audit, Entry, Setting};
+use crate::report::escalate::{AttemptPart, Escalation, Parts};
 use crate::report::narrate::Narrator;
 use crate::report::outcome::Line;
 use crate::report::progress::{self, Progress};
 use crate::report::writeout::{Facts, Format};
-use crate::run::Loop;
+use crate::rules::decision::{self, StopWhy};
 use crate::run::record::{Ending, Record};
-use crate::state::{FileStore, RedisStore, Shared, Store};
+use crate::run::{Check, Loop};
+use crate::state::{FileStore, RedisStore, Shared, Store, TaskRefusal};
 
 use super::{append_to, print_object, write_outcome};
 
@@ -47,6 +50,16 @@ pub struct Session {
     shared: Option<Shared>,
     /// Why the scope state could not be used (already masked).
     state_failure: Option<String>,
+    /// The request's fingerprint, hashed once when something needs it (the
+    /// guard, `--task`, `--log`, `--escalate`); `None` if its body file
+    /// cannot be read.
+    fingerprint: OnceCell<Option<String>>,
+    /// What the `--task` record held before this run: the requests its
+    /// runs sent, and the provider's id of what it created.
+    task_sent: u32,
+    task_operation: Option<String>,
+    /// `--check`'s GET, sharing the request's connection pool, and its URL.
+    check: Option<(RefCell<Http>, String)>,
 }
 
 /// A run whose body is in place (or discarded): what is left to report.
@@ -92,7 +105,8 @@ impl Session {
             .log
             .as_deref()
             .map(|path| {
-                Audit::open(path).map_err(|e| format!("cannot open --log {}: {e}", path.display()))
+                Audit::open(path, &plan.context.scope, plan.task.as_deref())
+                    .map_err(|e| format!("cannot open --log {}: {e}", path.display()))
             })
             .transpose()?;
         // Watched from here on, before the state is opened and before the
@@ -111,13 +125,23 @@ impl Session {
             cancel,
             shared,
             state_failure,
+            fingerprint: OnceCell::new(),
+            task_sent: 0,
+            task_operation: None,
+            check: None,
         })
+    }
+
+    fn fingerprint(&self, plan: &Plan) -> Option<&str> {
+        self.fingerprint
+            .get_or_init(|| plan::fingerprint(&plan.request).ok())
+            .as_deref()
     }
 
     /// Whether the request may go on with the state it has, and `--task`'s
     /// idempotency key, kept in the scope state before anything is sent so
     /// that a crash and a rerun reuse it. An error is the unsent ending.
-    pub fn keep_task_key(&self, plan: &mut Plan) -> Result<(), Ending> {
+    pub fn keep_task_key(&mut self, plan: &mut Plan) -> Result<(), Ending> {
         let refusal = match (&self.state_failure, &self.shared) {
             (Some(e), _) if plan.state_required => Some(format!(
                 "the shared state is unavailable ({e}) and --state-required is set"
@@ -134,15 +158,34 @@ impl Session {
         if let Some(why) = refusal {
             return Err(Ending::Internal(why));
         }
-        if let (Some(task), Some(shared)) = (plan.task.clone(), &self.shared) {
-            let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
-            match shared.task_key(&task, &fresh, plan.task_ttl) {
-                Ok(key) => plan.set_idempotency_key(key),
-                Err(e) => {
-                    return Err(Ending::Internal(format!(
-                        "--task: the scope state cannot keep the idempotency key ({e})"
-                    )));
-                }
+        let (Some(task), Some(shared)) = (plan.task.clone(), &self.shared) else {
+            return Ok(());
+        };
+        let Some(fingerprint) = self.fingerprint(plan).map(str::to_string) else {
+            return Err(Ending::Internal(
+                "--task binds its key to the request, whose body cannot be read".into(),
+            ));
+        };
+        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
+        let kept = match shared.task_key(&task, &fresh, &fingerprint, plan.task_ttl) {
+            Ok(kept) => kept,
+            Err(TaskRefusal::Differs) => return Err(Ending::TaskDiffers { task }),
+            Err(TaskRefusal::Unkept(e)) => {
+                return Err(Ending::Internal(format!(
+                    "--task: the scope state cannot keep the idempotency key ({e})"
+                )));
+            }
+        };
+        plan.set_idempotency_key(kept.key);
+        self.task_sent = kept.sent;
+        self.task_operation = kept.operation_id;
+        match decision::task_room(plan.policy.attempts, kept.sent, plan.task_attempts) {
+            Some(room) => plan.policy.attempts = room,
+            None => {
+                return Err(Ending::Decided(StopWhy::TaskSpent {
+                    sent: kept.sent,
+                    allowed: plan.task_attempts.unwrap_or_default(),
+                }));
             }
         }
         Ok(())
@@ -151,14 +194,31 @@ impl Session {
     /// The request's transport: `shared`'s connection pool when a driver
     /// holds one for many requests, else a new one. Its attempt in flight
     /// is cut by a signal. An error is a usage error's message.
-    pub fn transport(&self, plan: &Plan, shared: Option<&Http>) -> Result<Http, String> {
+    pub fn transport(&mut self, plan: &Plan, shared: Option<&Http>) -> Result<Http, String> {
         let transport = match shared {
             Some(http) => http.for_request(plan.request.clone()),
             None => {
                 Http::new(&plan.settings, plan.request.clone()).map_err(|e| format!("{e:#}"))?
             }
         };
-        self.cancel.interrupt_with(transport.interrupter());
+        // `--check`'s GET, on the same pool, cut by a signal as well.
+        self.check = plan.check.as_deref().map(|url| {
+            let key = plan.context.idempotency_key.as_deref();
+            let request = crate::plan::check::request(url, &plan.request, key);
+            let url = request.url.clone();
+            (RefCell::new(transport.for_request(request)), url)
+        });
+        let interrupt = transport.interrupter();
+        match &self.check {
+            Some((check, _)) => {
+                let also = check.borrow().interrupter();
+                self.cancel.interrupt_with(move || {
+                    interrupt();
+                    also();
+                });
+            }
+            None => self.cancel.interrupt_with(interrupt),
+        }
         Ok(transport)
     }
 
@@ -182,7 +242,7 @@ impl Session {
     /// already ends it unsent too.
     pub fn guard(&self, plan: &Plan) -> Guard {
         let fingerprint = match &self.shared {
-            Some(_) if plan.no_progress > 0 => plan::fingerprint(&plan.request).ok(),
+            Some(_) if plan.no_progress > 0 => self.fingerprint(plan).map(str::to_string),
             _ => None,
         };
         let repeats = match (&self.shared, &fingerprint) {
@@ -236,6 +296,16 @@ impl Session {
             } else {
                 0
             },
+            keyed: plan.context.idempotency_key.is_some(),
+            check: self.check.as_ref().map(|(transport, url)| Check {
+                transport,
+                url,
+                write: !matches!(
+                    plan.request.method.as_str(),
+                    "GET" | "HEAD" | "OPTIONS" | "TRACE"
+                ),
+            }),
+            id_pointer: plan.id_pointer.as_deref(),
         };
         // The URL as sent has no user-info, so its authority is safe to show.
         let host = plan
@@ -259,6 +329,17 @@ impl Session {
             self.face.verbose,
             progress::on_terminal(self.face.silent || self.face.agent),
         );
+        if self.audit.is_some() {
+            let start = Entry::Start {
+                method: plan.context.method.clone(),
+                url: plan.redactor.text(&plan.context.url),
+                fingerprint: self.fingerprint(plan).map(str::to_string),
+                idempotency_key: plan.context.idempotency_key.clone(),
+            };
+            if let Some(audit) = &mut self.audit {
+                audit.write(&start);
+            }
+        }
         let audit = &mut self.audit;
         let setting = Setting {
             context: &plan.context,
@@ -291,6 +372,19 @@ impl Session {
             {
                 let failed = matches!(record.kind(), Kind::NonRetryable | Kind::InvalidResponse);
                 shared.remember(fp, failed);
+            }
+            if let Some(task) = &plan.task {
+                let sent = record.attempts.len() as u32;
+                if sent > 0 || record.operation_id.is_some() {
+                    shared.task_ran(task, sent, record.operation_id.as_deref());
+                }
+                // Its last attempts were the task's last: no rerun may send more.
+                if let Ending::Decided(why) = &record.ending {
+                    let total = self.task_sent.saturating_add(sent);
+                    record.ending =
+                        Ending::Decided(decision::task_spent(why.clone(), total, plan.task_attempts));
+                }
+                record.operation_id = record.operation_id.take().or(self.task_operation.clone());
             }
             // The store's own words may quote its URL, password and all.
             let failure = shared.failure().map(|e| plan.redactor.text(&e));
@@ -412,7 +506,61 @@ impl Session {
             }
             write_outcome(&plan.outcome_to, &line);
         }
+        self.escalate(plan, &record, &line);
         record.kind()
+    }
+
+    /// `--escalate`: a record for a person, after the outcome, for the runs
+    /// that need one (a write that may have happened, a request that keeps
+    /// failing alike, a decision only a person can take).
+    fn escalate(&self, plan: &Plan, record: &Record, line: &Line) {
+        let Some(path) = &plan.escalate else {
+            return;
+        };
+        if !Escalation::wanted(record.kind()) {
+            return;
+        }
+        let now = SystemTime::now();
+        let start = now.checked_sub(record.elapsed).unwrap_or(now);
+        let attempts: Vec<AttemptPart> = record
+            .attempts
+            .iter()
+            .map(|a| AttemptPart {
+                at: start + a.ended_at,
+                status: a.status,
+                error: a.error.as_deref(),
+                headers: &a.headers,
+                wait: a.wait,
+            })
+            .collect();
+        let parts = Parts {
+            now,
+            outcome: record.kind(),
+            reason: &line.reason,
+            task: plan.task.as_deref(),
+            method: &plan.context.method,
+            url: &plan.request.url,
+            scope: &plan.context.scope,
+            fingerprint: self.fingerprint(plan).unwrap_or_default(),
+            attempts: &attempts,
+            attempts_allowed: plan.policy.attempts,
+            elapsed: record.elapsed,
+            budget: plan.policy.budget,
+            idempotency_key: plan.context.idempotency_key.as_deref(),
+            operation_id: record.operation_id.as_deref(),
+            task_spent: matches!(
+                record.ending,
+                Ending::Decided(StopWhy::TaskSpent { .. })
+            ),
+        };
+        if let Err(e) = Escalation::new(&parts, &plan.redactor).append(path)
+            && !self.face.agent
+        {
+            eprintln!(
+                "abide: warning: cannot write --escalate {}: {e}",
+                path.display()
+            );
+        }
     }
 }
 

@@ -22,12 +22,13 @@ use crate::exit::Kind;
 const LISTED: usize = 10;
 
 /// Worst first; `Succeeded` is not a failure.
-const SEVERITY: [Kind; 14] = [
+const SEVERITY: [Kind; 15] = [
     Kind::Terminated,
     Kind::Quit,
     Kind::HungUp,
     Kind::Cancelled,
     Kind::InternalError,
+    Kind::NeedsHuman,
     Kind::SideEffectUnknown,
     Kind::Incomplete,
     Kind::InvalidResponse,

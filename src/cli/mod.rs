@@ -478,6 +478,36 @@ pub struct AgentArgs {
     #[arg(long = "task-ttl", value_name = "DURATION", env = "ABIDE_TASK_TTL", default_value = "24h",
           value_parser = parse_duration)]
     pub task_ttl: Duration,
+
+    /// At most N requests for the --task across all its runs: a run that
+    /// would need more ends NEEDS_HUMAN (exit 10), as does every rerun after,
+    /// unsent.
+    #[arg(long = "task-attempts", value_name = "N", requires = "task",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub task_attempts: Option<u32>,
+
+    /// When a write's effect is unknown (no answer after sending it, or a
+    /// retryable 5xx), GET this URL first (same origin, headers and
+    /// credentials; {idempotency_key} is replaced by the key sent): a 2xx
+    /// (meeting --require) means it happened (SUCCEEDED, "reconciled": true,
+    /// the check's body as the body); 404 or 410 that it did not (the write
+    /// goes again, same key, within attempts and budget); anything else
+    /// NEEDS_HUMAN (exit 10), never a replay.
+    #[arg(long, value_name = "URL")]
+    pub check: Option<String>,
+
+    /// Where a 2xx body names what the write created (an RFC 6901 JSON
+    /// Pointer, e.g. /id): the outcome's operation_id (else a 201's
+    /// Location), kept with the --task.
+    #[arg(long = "id-pointer", value_name = "POINTER", value_parser = parse_pointer)]
+    pub id_pointer: Option<String>,
+
+    /// Append one JSON record to FILE (0600) for each run that ends
+    /// SIDE_EFFECT_UNKNOWN, NO_PROGRESS or NEEDS_HUMAN: what was sent where,
+    /// every attempt with its status and rate-limit headers, the budget used,
+    /// the key, the operation_id and the safe ways on; no body, no secret.
+    #[arg(long, value_name = "FILE", env = "ABIDE_ESCALATE")]
+    pub escalate: Option<PathBuf>,
 }
 
 /// A `-H` header: `None` as the value removes a default header.

@@ -2,6 +2,7 @@
 //! sends it, the policy, and what must never be shown (the redactor).
 //! Every mistake found here is a usage error, before anything is sent.
 
+pub mod check;
 pub mod policy;
 pub mod target;
 
@@ -87,6 +88,11 @@ pub struct Plan {
     pub no_progress: u32,
     pub task: Option<String>,
     pub task_ttl: Duration,
+    pub task_attempts: Option<u32>,
+    /// `--check`, as given (`{idempotency_key}` not yet replaced).
+    pub check: Option<String>,
+    pub id_pointer: Option<String>,
+    pub escalate: Option<PathBuf>,
     pub log: Option<PathBuf>,
     /// The temporary file a large stdin body was spooled to, if any: held,
     /// never read, so that the file lives as long as the plan.
@@ -407,6 +413,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if a.task.is_some() && cli.policy.idempotency_key.as_deref() != Some("auto") {
         return Err("--task keeps a generated key: use it with --idempotency-key auto".into());
     }
+    check::validate(a.check.as_deref(), &target, idempotency_key.is_some())?;
     let state = match &sc.state {
         _ if sc.no_state => None,
         Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
@@ -487,6 +494,10 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
         task: a.task.clone(),
         task_ttl: a.task_ttl,
+        task_attempts: a.task_attempts,
+        check: a.check.clone(),
+        id_pointer: a.id_pointer.clone(),
+        escalate: a.escalate.clone(),
         log: cli.output.log.clone(),
         _spool: spool,
     })

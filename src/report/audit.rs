@@ -1,6 +1,8 @@
 //! `--log FILE`: an append-only audit trail, one JSON line per event of a
-//! run (request, answer or error, resume, wait, breaker, outcome), each with
-//! a sequence number, a UTC timestamp and the run's id. Every entry is a
+//! run (its start with the request's fingerprint, request, answer or error,
+//! resume, wait, breaker, check, outcome), each with a sequence number, a
+//! UTC timestamp, the run's id, its scope and its `--task` as given (the log
+//! is the user's own file; the shared state keeps task ids hashed). Every entry is a
 //! typed [`Entry`], masked by the run's redactor as it is built, so that no
 //! producer can forget to; the log never carries Rust `Debug` text. Each line
 //! is one `write` on a file opened for appending, so many processes can share
@@ -13,10 +15,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::clock::{ceil_ms, rfc3339};
+use crate::clock::{ceil_ms, floor_ms, rfc3339};
 use crate::redact::Redactor;
 use crate::report::outcome::{Context, Line};
-use crate::rules::decision::Policy;
+use crate::rules::decision::{Policy, Settlement};
 use crate::rules::scope::{BreakerNews, Level};
 use crate::run::Event;
 
@@ -25,6 +27,15 @@ use crate::run::Event;
 #[derive(Debug, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Entry<'a> {
+    /// The run's first entry: what it is about to send.
+    Start {
+        method: String,
+        url: String,
+        /// The request's fingerprint, as the no-progress guard and `--task`
+        /// know it (a hash: no request is kept in clear).
+        fingerprint: Option<String>,
+        idempotency_key: Option<String>,
+    },
     Request {
         attempt: u32,
         method: String,
@@ -48,9 +59,23 @@ pub enum Entry<'a> {
     Wait {
         before_attempt: u32,
         wait_ms: u64,
+        /// When the wait ends (UTC).
+        due: String,
+        /// What is left of the budget as the wait starts.
+        budget_left_ms: u64,
         reason: String,
     },
     Breaker(BreakerEntry),
+    /// A write's effect is unknown: `--check` asks the resource.
+    Check {
+        url: String,
+    },
+    /// What the check answered, and what that says of the write:
+    /// `happened`, `not_happened` (it may go again) or `unclear`.
+    CheckResult {
+        status: Option<u16>,
+        settled: &'static str,
+    },
     /// The outcome line, as the run wrote it (masked when it was built).
     Outcome(&'a Line),
 }
@@ -98,9 +123,11 @@ impl Entry<'_> {
                 offset,
                 total,
             },
-            Event::Waiting { wait, retry } => Entry::Wait {
+            Event::Waiting { wait, retry, left } => Entry::Wait {
                 before_attempt: retry + 1,
                 wait_ms: ceil_ms(wait.duration),
+                due: rfc3339(SystemTime::now() + wait.duration),
+                budget_left_ms: floor_ms(left),
                 reason: mask(&crate::report::narrate::wait_reason(
                     wait,
                     setting.policy,
@@ -108,13 +135,29 @@ impl Entry<'_> {
                 )),
             },
             Event::Breaker(news) => Entry::Breaker(BreakerEntry::new(&news)),
+            Event::Probing(level) => Entry::Breaker(BreakerEntry {
+                state: "half_open",
+                level: level_name(level),
+                until: None,
+            }),
+            Event::Checking { url } => Entry::Check { url: mask(url) },
+            Event::Checked { status, settlement } => Entry::CheckResult {
+                status,
+                settled: match settlement {
+                    Settlement::Happened => "happened",
+                    Settlement::NotHappened => "not_happened",
+                    Settlement::Unclear => "unclear",
+                },
+            },
         }
     }
 }
 
-/// A breaker's news as the log writes it: `{"state": "opened", "level":
-/// "endpoint", "until": "2026-11-30T10:02:00.000Z"}` or `{"state":
-/// "closed", "level": "scope", "until": null}`. A wire type of its own, so
+/// A breaker's news as the log writes it: `{"state": "open", "level":
+/// "endpoint", "until": "2026-11-30T10:02:00.000Z"}` (open until its
+/// half-open moment), `{"state": "half_open", …, "until": null}` (this
+/// run's attempt is its probe) or `{"state": "closed", …}`; the line's
+/// `time` is when. A wire type of its own, so
 /// that renaming the enum never changes the log.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct BreakerEntry {
@@ -125,22 +168,25 @@ pub struct BreakerEntry {
 
 impl BreakerEntry {
     pub fn new(news: &BreakerNews) -> BreakerEntry {
-        let level = |level: &Level| match level {
-            Level::Scope => "scope",
-            Level::Endpoint => "endpoint",
-        };
-        match news {
-            BreakerNews::Opened { until, level: l } => BreakerEntry {
-                state: "opened",
-                level: level(l),
-                until: Some(rfc3339(UNIX_EPOCH + Duration::from_millis(*until))),
+        match *news {
+            BreakerNews::Opened { until, level } => BreakerEntry {
+                state: "open",
+                level: level_name(level),
+                until: Some(rfc3339(UNIX_EPOCH + Duration::from_millis(until))),
             },
-            BreakerNews::Closed { level: l } => BreakerEntry {
+            BreakerNews::Closed { level } => BreakerEntry {
                 state: "closed",
-                level: level(l),
+                level: level_name(level),
                 until: None,
             },
         }
+    }
+}
+
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Scope => "scope",
+        Level::Endpoint => "endpoint",
     }
 }
 
@@ -150,6 +196,9 @@ struct Stamped<'a> {
     seq: u64,
     time: String,
     run: &'a str,
+    scope: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<&'a str>,
     #[serde(flatten)]
     entry: &'a Entry<'a>,
 }
@@ -157,13 +206,16 @@ struct Stamped<'a> {
 pub struct Audit {
     file: File,
     run: String,
+    scope: String,
+    task: Option<String>,
     seq: u64,
     /// The first write error, reported once; the run goes on without the log.
     failed: Option<io::Error>,
 }
 
 impl Audit {
-    pub fn open(path: &Path) -> io::Result<Audit> {
+    /// The log of one run of `scope`, under `task` (as given) if any.
+    pub fn open(path: &Path, scope: &str, task: Option<&str>) -> io::Result<Audit> {
         let mut options = OpenOptions::new();
         options.create(true).append(true);
         #[cfg(unix)]
@@ -171,6 +223,8 @@ impl Audit {
         Ok(Audit {
             file: options.open(path)?,
             run: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
+            scope: scope.to_string(),
+            task: task.map(str::to_string),
             seq: 0,
             failed: None,
         })
@@ -186,6 +240,8 @@ impl Audit {
             seq: self.seq,
             time: rfc3339(SystemTime::now()),
             run: &self.run,
+            scope: &self.scope,
+            task: self.task.as_deref(),
             entry,
         };
         let mut text = serde_json::to_string(&stamped).expect("an audit entry is JSON");
@@ -233,12 +289,16 @@ mod tests {
             seq: 7,
             time: "t".into(),
             run: "r",
+            scope: "h",
+            task: Some("order-17"),
             entry: &failed,
         })
         .unwrap();
         assert!(!text.contains("hunter2"), "{text}");
         assert!(
-            text.starts_with(r#"{"seq":7,"time":"t","run":"r","event":"error","#),
+            text.starts_with(
+                r#"{"seq":7,"time":"t","run":"r","scope":"h","task":"order-17","event":"error","#
+            ),
             "{text}"
         );
         let sent = Entry::of(
@@ -266,7 +326,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_value(Entry::Breaker(BreakerEntry::new(&opened))).unwrap(),
-            json!({"event": "breaker", "state": "opened", "level": "endpoint", "until": "2025-11-30T10:00:00.000Z"})
+            json!({"event": "breaker", "state": "open", "level": "endpoint", "until": "2025-11-30T10:00:00.000Z"})
         );
         let closed = BreakerNews::Closed {
             level: Level::Scope,
@@ -274,6 +334,21 @@ mod tests {
         assert_eq!(
             serde_json::to_value(BreakerEntry::new(&closed)).unwrap(),
             json!({"state": "closed", "level": "scope", "until": null})
+        );
+        let context = Context {
+            method: "GET".into(),
+            url: "https://h/".into(),
+            scope: "h".into(),
+            idempotency_key: None,
+        };
+        let setting = Setting {
+            context: &context,
+            policy: &Policy::default(),
+            redactor: &Redactor::default(),
+        };
+        assert_eq!(
+            serde_json::to_value(Entry::of(&Event::Probing(Level::Scope), &setting)).unwrap(),
+            json!({"event": "breaker", "state": "half_open", "level": "scope", "until": null})
         );
     }
 }

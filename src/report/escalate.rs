@@ -1,14 +1,10 @@
 //! `--escalate FILE`: one JSON line for each run that a person must decide
 //! about (a write whose effect is unknown, a request that keeps failing the
-//! same way), with what they need to decide without digging through logs:
+//! same way, a NEEDS_HUMAN), with what they need to decide without digging through logs:
 //! what was sent where, every attempt with its status and rate-limit
 //! headers, the budget used, the key and the provider's id, and the safe
 //! ways on, each with its risk. Never a request body, never a secret: every
 //! string from the run passes the redactor as the record is built.
-
-// `--escalate` reaches the run in the change after this one; until then only
-// the tests use it.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -100,6 +96,8 @@ pub struct Parts<'a> {
     pub budget: Duration,
     pub idempotency_key: Option<&'a str>,
     pub operation_id: Option<&'a str>,
+    /// The run ended because its `--task-attempts` are spent.
+    pub task_spent: bool,
 }
 
 /// Headers that say how the server limits or paces its clients.
@@ -125,9 +123,13 @@ fn is_rate_limit_header(name: &str) -> bool {
 
 impl Escalation {
     /// Whether a run that ended `kind` is escalated: a person must decide
-    /// when a write may have happened or a request keeps failing alike.
+    /// when a write may have happened, a request keeps failing alike, or
+    /// the run said NEEDS_HUMAN.
     pub fn wanted(kind: Kind) -> bool {
-        matches!(kind, Kind::SideEffectUnknown | Kind::NoProgress)
+        matches!(
+            kind,
+            Kind::SideEffectUnknown | Kind::NoProgress | Kind::NeedsHuman
+        )
     }
 
     pub fn new(parts: &Parts, redactor: &Redactor) -> Escalation {
@@ -201,6 +203,24 @@ impl Escalation {
 /// The safe ways on from this ending, each with its risk.
 fn choices(parts: &Parts, url: &str) -> Vec<Choice> {
     let mut choices = Vec::new();
+    if parts.task_spent {
+        choices.push(Choice {
+            action: "find out why",
+            how: "read the attempts above (and the --log) for what the task's requests got".into(),
+            risk: "none: a read changes nothing",
+        });
+        choices.push(Choice {
+            action: "give the task more",
+            how: "rerun the same command with a larger --task-attempts".into(),
+            risk: "more requests to an API that kept failing them; the same key is sent, so a write that dedupes happens once",
+        });
+        choices.push(Choice {
+            action: "cancel",
+            how: "stop running this task".into(),
+            risk: "none: nothing more is sent",
+        });
+        return choices;
+    }
     if parts.outcome == Kind::NoProgress {
         choices.push(Choice {
             action: "fix the request",
@@ -304,6 +324,7 @@ mod tests {
                 budget: Duration::from_secs(60),
                 idempotency_key: key,
                 operation_id,
+                task_spent: false,
             },
             &redactor(),
         )
@@ -369,6 +390,7 @@ mod tests {
         );
         assert!(Escalation::wanted(Kind::SideEffectUnknown));
         assert!(Escalation::wanted(Kind::NoProgress));
+        assert!(Escalation::wanted(Kind::NeedsHuman));
         assert!(!Escalation::wanted(Kind::Succeeded));
         assert!(!Escalation::wanted(Kind::RetryExhausted));
     }

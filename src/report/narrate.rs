@@ -230,6 +230,15 @@ impl Narrator {
         }
     }
 
+    /// `-v`: this attempt probes a half-open breaker.
+    pub fn probing(&self, level: Level) -> String {
+        let of = match level {
+            Level::Scope => format!("scope {}", self.scope),
+            Level::Endpoint => format!("this endpoint in scope {}", self.scope),
+        };
+        format!("circuit breaker of {of} half-open: this attempt is its probe")
+    }
+
     /// The countdown's ticking part: `attempt 2/4 in 13.4s · budget 41s left`.
     pub fn countdown_times(
         &self,
@@ -282,6 +291,18 @@ pub fn scope_note(waited: Duration, cause: scope::Wait) -> String {
         "Waited {:.1} s for {why} before sending.",
         waited.as_secs_f64()
     )
+}
+
+/// `-v`: what a `--check` answer said of the write.
+pub fn checked(status: Option<u16>, settlement: crate::rules::decision::Settlement) -> String {
+    use crate::rules::decision::Settlement;
+    let answer = status.map_or("no answer".to_string(), crate::report::outcome::status_text);
+    let meaning = match settlement {
+        Settlement::Happened => "the write happened",
+        Settlement::NotHappened => "the write did not happen; it may go again",
+        Settlement::Unclear => "neither yes nor no: a person must decide",
+    };
+    format!("check: {answer}: {meaning}")
 }
 
 #[cfg(test)]
@@ -529,3 +550,4 @@ mod tests {
         );
     }
 }
+

@@ -46,6 +46,11 @@ pub struct Line {
     pub error: Option<String>,
     pub history: Vec<HistoryEntry>,
     pub resumed_bytes: u64,
+    /// The write's effect was unknown and `--check` found it happened.
+    pub reconciled: bool,
+    /// The provider's id for what the write created (a 201's `Location`,
+    /// or `--id-pointer`), from this run or kept by its `--task`.
+    pub operation_id: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -110,6 +115,8 @@ impl Line {
                 })
                 .collect(),
             resumed_bytes: record.resumed,
+            reconciled: record.ending == Ending::Decided(StopWhy::Reconciled),
+            operation_id: record.operation_id.as_deref().map(mask),
         }
     }
 
@@ -134,6 +141,8 @@ impl Line {
             error: None,
             history: Vec::new(),
             resumed_bytes: 0,
+            reconciled: false,
+            operation_id: None,
         }
     }
 
@@ -260,6 +269,22 @@ impl Words<'_> {
             .map(|(_, v)| v.as_str())
     }
 
+    /// What the run's `--check` answered, as a clause.
+    fn check_said(&self) -> String {
+        match &self.record.check {
+            Some(check) => {
+                let answer = match (check.status, &check.error) {
+                    (Some(status), Some(e)) => format!("{}, but {e}", status_text(status)),
+                    (Some(status), None) => status_text(status),
+                    (None, Some(e)) => format!("no answer ({e})"),
+                    (None, None) => "no answer".to_string(),
+                };
+                format!("the check GET {} answered {answer}", check.url)
+            }
+            None => "no check was sent".to_string(),
+        }
+    }
+
     /// Whether the last attempt ended for want of time, not of an answer.
     fn timed_out(&self) -> bool {
         self.status.is_none()
@@ -284,6 +309,9 @@ impl Words<'_> {
             Ending::Internal(message) => format!("abide could not finish: {message}."),
             Ending::NoProgress { times } => format!(
                 "This exact request ended NON_RETRYABLE or INVALID_RESPONSE {times} times in a row in the last 10 minutes; refused without sending it."
+            ),
+            Ending::TaskDiffers { task } => format!(
+                "Usage error: --task {task} was first run with another request (method, URL, headers or body), and its idempotency key belongs to that one; refused without sending it."
             ),
             Ending::Decided(why) => match why {
                 StopWhy::Success if self.status == Some(416) => format!(
@@ -315,6 +343,31 @@ impl Words<'_> {
                     "{} to a {} request, which is not safe to repeat: it may have been applied.",
                     self.what(),
                     self.context.method
+                ),
+                StopWhy::KeyReused => format!(
+                    "{}: the server says the Idempotency-Key {} was already used with another payload.",
+                    self.what(),
+                    self.context.idempotency_key.as_deref().unwrap_or("sent")
+                ),
+                StopWhy::Reconciled => format!(
+                    "{} to the {}, so its effect was unknown; {}: the write happened (reconciled).",
+                    self.what(),
+                    self.context.method,
+                    self.check_said()
+                ),
+                StopWhy::CheckUnclear => format!(
+                    "{} to the {}, which may have been applied; {}, which says neither that it happened nor that it did not.",
+                    self.what(),
+                    self.context.method,
+                    self.check_said()
+                ),
+                StopWhy::TaskSpent { sent, allowed } if self.attempts() == 0 => format!(
+                    "The task's runs have sent {sent} request(s), all of its --task-attempts {allowed}; refused without sending it."
+                ),
+                StopWhy::TaskSpent { sent, allowed } => format!(
+                    "Still {} after {} attempt(s); the task's runs have now sent {sent} request(s), all of its --task-attempts {allowed}.",
+                    self.what(),
+                    self.attempts()
                 ),
                 StopWhy::AttemptsUsed { attempts } => match self.broke_off() {
                     Some(broke) => format!("{broke}, on the last of {attempts} attempt(s)."),
@@ -401,6 +454,18 @@ impl Words<'_> {
             None => fallback.to_string(),
         };
         match self.record.kind() {
+            Kind::Succeeded if self.record.ending == Ending::Decided(StopWhy::Reconciled) => {
+                "Nothing to do: the write happened; the body is the check's answer. Do not send it again.".to_string()
+            }
+            Kind::NonRetryable if self.record.ending == Ending::Decided(StopWhy::KeyReused) => {
+                "Do not retry with this key: it belongs to another request. Send this request under a new --task id (or a new key), or resend the first request's payload unchanged.".to_string()
+            }
+            Kind::NeedsHuman => match &self.record.ending {
+                Ending::Decided(StopWhy::TaskSpent { .. }) => "Do not run this task again: it has used all its --task-attempts. A person must find out why its requests keep failing (see --log, --escalate) and decide whether it gets more.".to_string(),
+                _ => format!(
+                    "Do not send the {method} again and do not retry: a person must find out whether it happened (query the resource; see the --escalate record), then rerun the same --task to replay the same key, or cancel."
+                ),
+            },
             Kind::Succeeded => match (self.status, self.header("location")) {
                 (Some(status @ 300..=399), Some(location)) => format!(
                     "The answer is a redirect ({}) to {}; add -L to follow it, or call that URL.",
@@ -472,7 +537,12 @@ impl Words<'_> {
                 not_before("run it again when ready")
             ),
             Kind::InternalError => "abide failed locally; fix the cause in the reason and run it again.".to_string(),
-            Kind::UsageError => "Fix the command line and run it again.".to_string(),
+            Kind::UsageError => match &self.record.ending {
+                Ending::TaskDiffers { task } => format!(
+                    "Give this request a --task id of its own (a task id names one write); rerun task {task} only with its first request."
+                ),
+                _ => "Fix the command line and run it again.".to_string(),
+            },
         }
     }
 }
@@ -489,7 +559,7 @@ mod tests {
         let codes: Vec<u8> = Kind::ALL.iter().map(|k| k.exit_code()).collect();
         assert_eq!(
             codes,
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 129, 130, 131, 143]
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 129, 130, 131, 143]
         );
         for kind in Kind::ALL {
             if let Some(signal) = kind.signal() {
@@ -518,6 +588,7 @@ mod tests {
             }),
             wait: None,
             ended_at: Duration::from_millis(12),
+            headers: vec![],
         }
     }
 
@@ -541,6 +612,8 @@ mod tests {
             scope_waits: vec![],
             state_outage: None,
             resumed: 0,
+            check: None,
+            operation_id: None,
         }
     }
 
@@ -582,7 +655,9 @@ mod tests {
                 "instruction",
                 "error",
                 "history",
-                "resumed_bytes"
+                "resumed_bytes",
+                "reconciled",
+                "operation_id"
             ]
         );
         assert_eq!(value["retry_after_s"], serde_json::Value::Null);

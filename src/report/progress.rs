@@ -132,7 +132,14 @@ impl Progress {
                 total,
             } => self.say(&state, || self.narrator.resumed(attempt, offset, total)),
             Event::Breaker(news) => self.say(&state, || self.narrator.breaker(news)),
-            Event::Waiting { wait, retry } => {
+            Event::Probing(level) => self.say(&state, || self.narrator.probing(level)),
+            Event::Checking { url } => self.say(&state, || {
+                format!("the write's effect is unknown: checking GET {url}")
+            }),
+            Event::Checked { status, settlement } => self.say(&state, || {
+                crate::report::narrate::checked(status, settlement)
+            }),
+            Event::Waiting { wait, retry, .. } => {
                 state.clear();
                 let budget_left = self.budget_ends.saturating_duration_since(Instant::now());
                 self.say(&state, || self.narrator.wait(wait, retry, budget_left));

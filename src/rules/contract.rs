@@ -20,9 +20,31 @@ pub fn check(body: &[u8], pointers: &[String]) -> Result<(), String> {
     }
 }
 
+/// `--id-pointer`: the value at `pointer` in a JSON body, as text (a
+/// string as it is, a number as written); `None` for anything else.
+pub fn pointed_id(body: &[u8], pointer: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    match value.pointer(pointer)? {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_at_pointers() {
+        let body = br#"{"id":"ord_42","n":17,"empty":"","list":[1],"none":null}"#;
+        assert_eq!(pointed_id(body, "/id").as_deref(), Some("ord_42"));
+        assert_eq!(pointed_id(body, "/n").as_deref(), Some("17"));
+        for missing in ["/empty", "/list", "/none", "/absent"] {
+            assert_eq!(pointed_id(body, missing), None, "{missing}");
+        }
+        assert_eq!(pointed_id(b"not json", "/id"), None);
+    }
 
     fn ptrs(p: &[&str]) -> Vec<String> {
         p.iter().map(|s| s.to_string()).collect()

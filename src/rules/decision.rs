@@ -82,6 +82,9 @@ pub enum Verdict {
     Invalid,
     /// A body that broke off, of which stdout got only a part.
     Incomplete,
+    /// A 422 to a request with an idempotency key: the server saw the key
+    /// before with another payload (the Idempotency-Key draft).
+    KeyReused,
 }
 
 /// Statuses a non-idempotent request may still be retried on: the server
@@ -123,6 +126,95 @@ pub fn classify(observation: Observation, replay: Replay, policy: &Policy) -> Ve
             Replay::Safe => Verdict::Incomplete,
             Replay::Unsafe => Verdict::SideEffectUnknown,
         },
+    }
+}
+
+/// [`classify`] for a request that may carry an idempotency key (`keyed`),
+/// with the Idempotency-Key draft's two answers: a 409 says the first
+/// request with the key is still being processed (retried after a backoff,
+/// with the same key); a 422 says the key was used with another payload
+/// (never retried: the key belongs to that other request).
+pub fn classify_keyed(
+    observation: Observation,
+    replay: Replay,
+    keyed: bool,
+    policy: &Policy,
+) -> Verdict {
+    match observation {
+        Observation::Status { status: 422, .. } if keyed => Verdict::KeyReused,
+        Observation::Status {
+            status: 409,
+            should_retry: None | Some(true),
+        } if keyed => Verdict::Retryable,
+        _ => classify(observation, replay, policy),
+    }
+}
+
+/// Whether a write's effect is unknown after this observation: no answer
+/// came after it was sent, or a retryable 5xx. `--check` is asked then,
+/// before any replay (with its key or not) or any SIDE_EFFECT_UNKNOWN.
+pub fn effect_unknown(observation: Observation, write: bool, policy: &Policy) -> bool {
+    write
+        && match observation {
+            Observation::Status { status, .. } => {
+                status >= 500 && policy.retry_on.contains(&status)
+            }
+            Observation::Transport(phase) => matches!(phase, Phase::AfterSend | Phase::Final),
+        }
+}
+
+/// What a `--check` answer says of the write it looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settlement {
+    /// A 2xx (meeting any `--require`): the write happened.
+    Happened,
+    /// 404 or 410: it did not; it may be sent again.
+    NotHappened,
+    /// Anything else (no answer, another status, a 2xx that breaks
+    /// `--require`): nobody can tell without a person.
+    Unclear,
+}
+
+/// The `--check` answer's status (`None`: it failed or timed out), and
+/// whether a 2xx body met `--require`.
+pub fn settle(status: Option<u16>, contract_met: bool) -> Settlement {
+    match status {
+        Some(200..=299) if contract_met => Settlement::Happened,
+        Some(404 | 410) => Settlement::NotHappened,
+        _ => Settlement::Unclear,
+    }
+}
+
+/// After a check: the run ends (reconciled, or a person's decision), or
+/// the write goes again as a retryable failure would, within attempts and
+/// budget, with the same key if it has one.
+pub fn after_check(settlement: Settlement) -> Result<Verdict, StopWhy> {
+    match settlement {
+        Settlement::Happened => Err(StopWhy::Reconciled),
+        Settlement::NotHappened => Ok(Verdict::Retryable),
+        Settlement::Unclear => Err(StopWhy::CheckUnclear),
+    }
+}
+
+/// `--task-attempts`: of `allowed` requests for the task across all its
+/// runs, `sent` went out before this run. How many this run may send
+/// (never more than its own `--attempts`), or `None` when none are left.
+pub fn task_room(attempts: u32, sent: u32, allowed: Option<u32>) -> Option<u32> {
+    match allowed {
+        None => Some(attempts),
+        Some(allowed) if sent >= allowed => None,
+        Some(allowed) => Some(attempts.min(allowed - sent)),
+    }
+}
+
+/// A run that used its attempts when they were the task's last ones ends
+/// NEEDS_HUMAN, not RETRY_EXHAUSTED: no rerun of the task may send more.
+pub fn task_spent(why: StopWhy, sent: u32, allowed: Option<u32>) -> StopWhy {
+    match (why, allowed) {
+        (StopWhy::AttemptsUsed { .. }, Some(allowed)) if sent >= allowed => {
+            StopWhy::TaskSpent { sent, allowed }
+        }
+        (why, _) => why,
     }
 }
 
@@ -174,6 +266,17 @@ pub enum StopWhy {
     Incomplete,
     NonRetryable,
     SideEffectUnknown,
+    /// A 422 to a keyed request: the key was used with another payload.
+    KeyReused,
+    /// The write's effect was unknown, and `--check` found that it happened.
+    Reconciled,
+    /// The write's effect was unknown, and `--check` said neither yes nor no.
+    CheckUnclear,
+    /// The task's `--task-attempts` requests, across its runs, are spent.
+    TaskSpent {
+        sent: u32,
+        allowed: u32,
+    },
     AttemptsUsed {
         attempts: u32,
     },
@@ -212,7 +315,9 @@ impl StopWhy {
     /// Every cause ends as exactly one kind.
     pub fn kind(&self) -> Kind {
         match self {
-            StopWhy::Success => Kind::Succeeded,
+            StopWhy::Success | StopWhy::Reconciled => Kind::Succeeded,
+            StopWhy::KeyReused => Kind::NonRetryable,
+            StopWhy::CheckUnclear | StopWhy::TaskSpent { .. } => Kind::NeedsHuman,
             StopWhy::InvalidResponse => Kind::InvalidResponse,
             StopWhy::Incomplete => Kind::Incomplete,
             StopWhy::NonRetryable => Kind::NonRetryable,
@@ -258,6 +363,7 @@ pub fn next_step(
         }
         Verdict::Invalid => return stop(StopWhy::InvalidResponse, None),
         Verdict::Incomplete => return stop(StopWhy::Incomplete, None),
+        Verdict::KeyReused => return stop(StopWhy::KeyReused, None),
         Verdict::Retryable => {}
     }
     if progress.attempt >= policy.attempts {
@@ -475,6 +581,106 @@ mod tests {
                 "{observation:?} {replay:?}"
             );
         }
+    }
+
+    #[test]
+    fn keyed_requests_follow_the_idempotency_key_draft() {
+        use Replay::*;
+        use Verdict::*;
+        let p = Policy::default();
+        let said = |status, yes| Observation::Status {
+            status,
+            should_retry: Some(yes),
+        };
+        #[rustfmt::skip]
+        let rows = [
+            ("409 with a key: still processing, retried", status(409), Safe, true, Retryable),
+            ("409 with a key, server says no", said(409, false), Safe, true, NonRetryable),
+            ("409 without a key: a conflict", status(409), Safe, false, NonRetryable),
+            ("422 with a key: used with another payload", status(422), Safe, true, KeyReused),
+            ("422 with a key, even if the server says retry", said(422, true), Safe, true, KeyReused),
+            ("422 without a key: a bad request", status(422), Unsafe, false, NonRetryable),
+            ("503 with a key: as before", status(503), Safe, true, Retryable),
+            ("201 with a key", status(201), Safe, true, Success),
+        ];
+        for (name, observation, replay, keyed, verdict) in rows {
+            assert_eq!(classify_keyed(observation, replay, keyed, &p), verdict, "{name}");
+        }
+        let stop = next_step(KeyReused, None, at(1, 0), &p, Draw(0.5));
+        assert_eq!(outcome(stop), Err((Kind::NonRetryable, None)));
+    }
+
+    #[test]
+    fn checks_settle_uncertain_writes() {
+        use Phase::*;
+        use Settlement::*;
+        let p = Policy::default();
+        #[rustfmt::skip]
+        let uncertain = [
+            ("503 to a write", status(503), true, true),
+            ("500 to a write", status(500), true, true),
+            ("no answer after a write was sent", Observation::Transport(AfterSend), true, true),
+            ("a final failure after sending", Observation::Transport(Final), true, true),
+            ("nothing sent: nothing to check", Observation::Transport(BeforeSend), true, false),
+            ("a 2xx body broke off: the write happened", Observation::Transport(Partial), true, false),
+            ("a 501 is not retryable: it was refused", status(501), true, false),
+            ("429: not processed", status(429), true, false),
+            ("a read is never checked", status(503), false, false),
+        ];
+        for (name, observation, write, expected) in uncertain {
+            assert_eq!(effect_unknown(observation, write, &p), expected, "{name}");
+        }
+        #[rustfmt::skip]
+        let answers = [
+            ("200: it happened", Some(200), true, Happened),
+            ("204: it happened", Some(204), true, Happened),
+            ("200 breaking --require: unclear", Some(200), false, Unclear),
+            ("404: it did not", Some(404), true, NotHappened),
+            ("410: it did not", Some(410), true, NotHappened),
+            ("500: unclear", Some(500), true, Unclear),
+            ("403: unclear", Some(403), true, Unclear),
+            ("302: unclear", Some(302), true, Unclear),
+            ("no answer: unclear", None, true, Unclear),
+        ];
+        for (name, status, met, expected) in answers {
+            assert_eq!(settle(status, met), expected, "{name}");
+        }
+        assert_eq!(after_check(Happened), Err(StopWhy::Reconciled));
+        assert_eq!(after_check(NotHappened), Ok(Verdict::Retryable));
+        assert_eq!(after_check(Unclear), Err(StopWhy::CheckUnclear));
+        assert_eq!(StopWhy::Reconciled.kind(), Kind::Succeeded);
+        assert_eq!(StopWhy::CheckUnclear.kind(), Kind::NeedsHuman);
+    }
+
+    #[test]
+    fn a_task_spends_its_attempts_across_runs() {
+        let used = StopWhy::AttemptsUsed { attempts: 2 };
+        #[rustfmt::skip]
+        let rooms = [
+            ("no task budget: the run's own attempts", 4, 9, None, Some(4)),
+            ("fewer left than --attempts", 4, 3, Some(5), Some(2)),
+            ("more left than --attempts", 4, 0, Some(10), Some(4)),
+            ("spent", 4, 5, Some(5), None),
+            ("overspent by a crashed run", 4, 7, Some(5), None),
+        ];
+        for (name, attempts, sent, allowed, expected) in rooms {
+            assert_eq!(task_room(attempts, sent, allowed), expected, "{name}");
+        }
+        assert_eq!(
+            task_spent(used.clone(), 5, Some(5)),
+            StopWhy::TaskSpent { sent: 5, allowed: 5 }
+        );
+        assert_eq!(task_spent(used.clone(), 4, Some(5)), used);
+        assert_eq!(task_spent(used.clone(), 9, None), used);
+        // A more specific ending stays.
+        assert_eq!(
+            task_spent(StopWhy::SideEffectUnknown, 5, Some(5)),
+            StopWhy::SideEffectUnknown
+        );
+        assert_eq!(
+            StopWhy::TaskSpent { sent: 5, allowed: 5 }.kind(),
+            Kind::NeedsHuman
+        );
     }
 
     #[test]

@@ -76,12 +76,27 @@ pub struct LetGo {
     pub at: Millis,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskKey {
     pub task: String,
     pub key: String,
     pub expires: Millis,
+    /// The fingerprint of the request the key belongs to: a task id names
+    /// one write, and a different request under it is refused. Missing in
+    /// records of older versions, which bind it on their next run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Requests the task's runs have sent, for `--task-attempts`.
+    #[serde(default)]
+    pub sent: u32,
+    /// The provider's id for what the task's write created, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_id: Option<String>,
 }
+
+/// A task kept for another request than the one now run under its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskDiffers;
 
 /// Identical failures older than this no longer count against a request.
 pub const REPEAT_WINDOW: Duration = Duration::from_secs(600);
@@ -142,8 +157,41 @@ pub fn task_key(
         task: task.to_string(),
         key: fresh.to_string(),
         expires: now.saturating_add(ceil_ms(ttl)).min(LATEST),
+        ..TaskKey::default()
     });
     Some(fresh.to_string())
+}
+
+/// Binds the task kept by [`task_key`] to the request's `fingerprint` (a
+/// task of an older version takes this one): its record, or
+/// [`TaskDiffers`] when it was kept for another request.
+pub fn bind_task(
+    state: &mut ScopeState,
+    task: &str,
+    fingerprint: &str,
+) -> Result<Option<TaskKey>, TaskDiffers> {
+    let Some(kept) = state.tasks.iter_mut().find(|t| t.task == task) else {
+        return Ok(None);
+    };
+    match &kept.fingerprint {
+        Some(bound) if bound != fingerprint => Err(TaskDiffers),
+        Some(_) => Ok(Some(kept.clone())),
+        None => {
+            kept.fingerprint = Some(fingerprint.to_string());
+            Ok(Some(kept.clone()))
+        }
+    }
+}
+
+/// After a run of the task: `sent` more requests, and the provider's id of
+/// what it created when the run learned it.
+pub fn task_ran(state: &mut ScopeState, task: &str, sent: u32, operation_id: Option<&str>) {
+    if let Some(kept) = state.tasks.iter_mut().find(|t| t.task == task) {
+        kept.sent = kept.sent.saturating_add(sent);
+        if let Some(id) = operation_id {
+            kept.operation_id = Some(id.to_string());
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -660,6 +708,17 @@ impl Breaker {
 /// Whether `me` holds a half-open probe of any breaker of the scope.
 pub fn holds_probe(state: &ScopeState, me: &str) -> bool {
     breakers(state).any(|b| b.probed_by(me))
+}
+
+/// The breaker of `endpoint` (the scope's first) whose probe `me` holds.
+pub fn probe_level(state: &ScopeState, me: &str, endpoint: &str) -> Option<Level> {
+    if state.breaker.probed_by(me) {
+        Some(Level::Scope)
+    } else {
+        endpoint_breaker(state, endpoint)
+            .is_some_and(|b| b.probed_by(me))
+            .then_some(Level::Endpoint)
+    }
 }
 
 /// Gives back the probes `me` holds when it ends without a verdict (budget,
@@ -1268,6 +1327,29 @@ mod tests {
         );
         // Room again once keys expire.
         assert!(task_key(&mut s, "new", "k", ceil_ms(day) + 1, day).is_some());
+    }
+
+    #[test]
+    fn a_task_belongs_to_one_request_and_counts_its_requests() {
+        let mut s = ScopeState::default();
+        let day = Duration::from_secs(86_400);
+        task_key(&mut s, "t1", "key-1", 0, day).unwrap();
+        let bound = bind_task(&mut s, "t1", "fp-a").unwrap().unwrap();
+        assert_eq!((bound.key.as_str(), bound.sent), ("key-1", 0));
+        assert_eq!(bind_task(&mut s, "t1", "fp-b"), Err(TaskDiffers));
+        task_ran(&mut s, "t1", 3, None);
+        task_ran(&mut s, "t1", 1, Some("/orders/9"));
+        task_ran(&mut s, "t1", 1, None);
+        let again = bind_task(&mut s, "t1", "fp-a").unwrap().unwrap();
+        assert_eq!(again.sent, 5);
+        assert_eq!(again.operation_id.as_deref(), Some("/orders/9"));
+        assert_eq!(bind_task(&mut s, "unknown", "fp-a"), Ok(None));
+        // A record of an older version, with no fingerprint, takes this one.
+        let old: ScopeState =
+            serde_json::from_str(r#"{"tasks":[{"task":"t","key":"k","expires":99}]}"#).unwrap();
+        let mut old = old;
+        assert_eq!(bind_task(&mut old, "t", "fp").unwrap().unwrap().sent, 0);
+        assert_eq!(old.tasks[0].fingerprint.as_deref(), Some("fp"));
     }
 
     #[test]

@@ -47,6 +47,9 @@ impl Loop<'_> {
             let patience = self.policy.max_wait.map_or(left, |m| m.min(left));
             let (cause, wait, own) = match shared.admit(patience, !rate_reserved) {
                 Admit::Go => {
+                    if let Some(level) = shared.probing() {
+                        on_event(Event::Probing(level));
+                    }
                     let slot = self.take_slot(shared, clock, sleeper, run)?;
                     // Waiting for the slot, the gate may have closed again.
                     if slot.is_none() || shared.gate_open() {
@@ -70,6 +73,7 @@ impl Loop<'_> {
                     on_event(Event::Waiting {
                         wait: &wait,
                         retry: number - 1,
+                        left: self.policy.budget.saturating_sub(elapsed),
                     });
                     let before = clock.now();
                     let slept = match cause {

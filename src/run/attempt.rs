@@ -86,6 +86,9 @@ pub(super) struct Attempted {
     pub error: LastError,
     /// Server delay values that were present but unusable.
     pub ignored_delays: Vec<String>,
+    /// The provider's id for what a 2xx created (a 201's `Location`, or
+    /// the `--id-pointer` value).
+    pub operation_id: Option<String>,
 }
 
 /// Why a 2xx body was not delivered whole.
@@ -101,9 +104,9 @@ enum Undelivered {
 
 /// A 2xx body that broke `--require`: why, and the body (kept for the
 /// agent object).
-struct Breach {
-    detail: String,
-    body: Vec<u8>,
+pub(super) struct Breach {
+    pub detail: String,
+    pub body: Vec<u8>,
 }
 
 impl Loop<'_> {
@@ -169,8 +172,9 @@ impl Loop<'_> {
         let mut judged = Judged::Verdict(if whole {
             Verdict::Success
         } else {
-            decision::classify(observation, self.replay, self.policy)
+            decision::classify_keyed(observation, self.replay, self.keyed, self.policy)
         });
+        let mut operation_id = None;
         let mut error = None;
         let mut last_error = LastError::Now(None);
         let mut failed_body = (Vec::new(), false);
@@ -180,14 +184,17 @@ impl Loop<'_> {
         } else if matches!(judged, Judged::Verdict(Verdict::Success)) {
             transfer.expected = length(&reply);
             sink.head(&head);
-            let delivered = if self.require.is_empty() {
+            let delivered = if self.require.is_empty() && self.id_pointer.is_none() {
                 self.deliver(&mut reply, sink, transfer, turn.number, on_event)
+                    .map(|()| Ok(None))
             } else {
                 self.check_contract(&mut reply, sink, transfer)
             };
             match delivered {
-                Ok(None) => {}
-                Ok(Some(Breach { detail, body })) => {
+                Ok(Ok(pointed)) => {
+                    operation_id = pointed.or_else(|| self.created(&reply));
+                }
+                Ok(Err(Breach { detail, body })) => {
                     judged = Judged::Verdict(Verdict::Invalid);
                     last_error = LastError::Now(Some(detail));
                     failed_body = kept(body, self.keep_body);
@@ -231,7 +238,7 @@ impl Loop<'_> {
             observation,
             server,
             quota,
-            attempt: attempt(turn, Some(reply.status), error, server),
+            attempt: attempt(turn, Some(reply.status), error, server, masked.clone()),
             answer: Some(Answer {
                 headers: masked,
                 head,
@@ -240,7 +247,14 @@ impl Loop<'_> {
             }),
             error: last_error,
             ignored_delays: delays.ignored,
+            operation_id,
         }
+    }
+
+    /// A 201's `Location`: where the provider put what the write created.
+    fn created(&self, reply: &Reply) -> Option<String> {
+        let location = reply.header("location").filter(|_| reply.status == 201)?;
+        Some(self.redactor.text(&crate::redact::url(location.trim())))
     }
 
     /// Delivers a 2xx body: after the bytes held when the answer continues
@@ -252,7 +266,7 @@ impl Loop<'_> {
         transfer: &mut Transfer,
         number: u32,
         on_event: &mut dyn FnMut(Event),
-    ) -> Result<Option<Breach>, Undelivered> {
+    ) -> Result<(), Undelivered> {
         let held = sink.held();
         let range = reply
             .header("content-range")
@@ -307,7 +321,7 @@ impl Loop<'_> {
             sink.stream();
         }
         match sink.deliver(&mut reply.body, start) {
-            Ok(_) => Ok(None),
+            Ok(_) => Ok(()),
             Err(e) => Err(self.undelivered(e, sink, transfer, if_range)),
         }
     }
@@ -366,32 +380,52 @@ impl Loop<'_> {
     }
 
     /// Holds a 2xx body in memory, checks it against `--require`, and
-    /// delivers it only if it holds; otherwise hands back the breach.
+    /// delivers it only if it holds, with its `--id-pointer` value;
+    /// otherwise hands back the breach.
     fn check_contract(
         &self,
         reply: &mut Reply,
         sink: &mut Sink,
         transfer: &mut Transfer,
-    ) -> Result<Option<Breach>, Undelivered> {
-        let mut body = Vec::new();
-        if let Err(e) = (&mut reply.body)
-            .take(CONTRACT_LIMIT + 1)
-            .read_to_end(&mut body)
-        {
-            return Err(self.undelivered(DeliverError::Read(e), sink, transfer, None));
+    ) -> Result<Result<Option<String>, Breach>, Undelivered> {
+        let body = match self.judged_body(reply) {
+            Ok(judged) => judged,
+            Err(e) => return Err(self.undelivered(DeliverError::Read(e), sink, transfer, None)),
+        };
+        match body {
+            Ok((body, pointed)) => sink
+                .deliver(&mut body.as_slice(), Start::Over)
+                .map(|_| Ok(pointed))
+                .map_err(|e| self.undelivered(e, sink, transfer, None)),
+            Err(breach) => Ok(Err(breach)),
         }
+    }
+
+    /// A 2xx body held in memory and judged: against `--require`, with its
+    /// `--id-pointer` value; or the breach. An error is a read that failed.
+    pub(super) fn judged_body(
+        &self,
+        reply: &mut Reply,
+    ) -> io::Result<Result<(Vec<u8>, Option<String>), Breach>> {
+        let mut body = Vec::new();
+        (&mut reply.body)
+            .take(CONTRACT_LIMIT + 1)
+            .read_to_end(&mut body)?;
         let verdict = if body.len() as u64 > CONTRACT_LIMIT {
             Err("the body is larger than the 64 MiB --require can check".to_string())
         } else {
             contract::check(&body, self.require)
         };
-        match verdict {
-            Ok(()) => sink
-                .deliver(&mut body.as_slice(), Start::Over)
-                .map(|_| None)
-                .map_err(|e| self.undelivered(e, sink, transfer, None)),
-            Err(detail) => Ok(Some(Breach { detail, body })),
-        }
+        Ok(match verdict {
+            Ok(()) => {
+                let pointed = self
+                    .id_pointer
+                    .and_then(|p| contract::pointed_id(&body, p))
+                    .map(|id| self.redactor.text(&id));
+                Ok((body, pointed))
+            }
+            Err(detail) => Err(Breach { detail, body }),
+        })
     }
 
     /// A transport failure: no answer came.
@@ -407,10 +441,11 @@ impl Loop<'_> {
             observation,
             server: None,
             quota: None,
-            attempt: attempt(turn, None, Some(message.clone()), None),
+            attempt: attempt(turn, None, Some(message.clone()), None, Vec::new()),
             answer: None,
             error: LastError::Now(Some(message)),
             ignored_delays: Vec::new(),
+            operation_id: None,
         }
     }
 }
@@ -420,6 +455,7 @@ fn attempt(
     status: Option<u16>,
     error: Option<String>,
     server_delay: Option<ServerDelay>,
+    headers: Vec<(String, String)>,
 ) -> Attempt {
     Attempt {
         status,
@@ -427,6 +463,7 @@ fn attempt(
         server_delay,
         wait: None,
         ended_at: turn.clock.now() - turn.start,
+        headers,
     }
 }
 

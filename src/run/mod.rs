@@ -10,7 +10,10 @@
 
 mod admit;
 mod attempt;
+mod check;
 pub mod record;
+
+pub use check::Check;
 
 use std::time::{Duration, Instant};
 
@@ -55,8 +58,20 @@ pub enum Event<'a> {
     Waiting {
         wait: &'a Wait,
         retry: u32,
+        /// What is left of the budget as the wait starts.
+        left: Duration,
     },
     Breaker(BreakerNews),
+    /// This attempt is the half-open probe of a breaker.
+    Probing(scope::Level),
+    /// A write's effect is unknown: `--check` asks the resource.
+    Checking {
+        url: &'a str,
+    },
+    Checked {
+        status: Option<u16>,
+        settlement: decision::Settlement,
+    },
 }
 
 pub struct Loop<'a> {
@@ -76,6 +91,12 @@ pub struct Loop<'a> {
     pub require: &'a [String],
     /// How much of a failed answer's body to keep (the agent object shows it).
     pub keep_body: u64,
+    /// The request carries an idempotency key (409 and 422 mean more).
+    pub keyed: bool,
+    /// `--check`: asked when a write's effect is unknown.
+    pub check: Option<Check<'a>>,
+    /// `--id-pointer`: where a 2xx body names what the write created.
+    pub id_pointer: Option<&'a str>,
 }
 
 /// The world the loop runs in, injected so that tests drive it with fakes.
@@ -107,6 +128,8 @@ struct Run {
     /// Waits the scope imposed before attempts, for the outcome's reason.
     scope_waits: Vec<(Duration, scope::Wait)>,
     transfer: Transfer,
+    check: Option<record::Checked>,
+    operation_id: Option<String>,
 }
 
 impl Loop<'_> {
@@ -138,6 +161,8 @@ impl Loop<'_> {
                 }),
                 ..Transfer::default()
             },
+            check: None,
+            operation_id: None,
         };
         let mut world = World {
             transport,
@@ -196,10 +221,19 @@ impl Loop<'_> {
             let learned = self.teach_scope(&attempted, w.on_event);
             drop(slot);
             let server = attempted.server;
-            let verdict = match run.absorb(attempted) {
+            let observation = attempted.observation;
+            let mut verdict = match run.absorb(attempted) {
                 Judged::Verdict(verdict) => verdict,
                 Judged::Internal(message) => return (Ending::Internal(message), None),
             };
+            if let Some(check) = &self.check
+                && decision::effect_unknown(observation, check.write, self.policy)
+            {
+                verdict = match self.settle(check, run, w) {
+                    Ok(verdict) => verdict,
+                    Err(why) => return (Ending::Decided(why), None),
+                };
+            }
             let progress = Progress {
                 attempt: number,
                 elapsed: clock.now() - run.start,
@@ -216,6 +250,7 @@ impl Loop<'_> {
             (w.on_event)(Event::Waiting {
                 wait: &wait,
                 retry: number,
+                left: self.policy.budget.saturating_sub(clock.now() - run.start),
             });
             let before = clock.now();
             if let Err(signal) = run.sleep(wait.duration, clock, w.sleeper) {
@@ -255,9 +290,13 @@ impl Run {
             answer,
             error,
             ignored_delays,
+            operation_id,
             ..
         } = attempted;
         self.attempts.push(attempt);
+        if operation_id.is_some() {
+            self.operation_id = operation_id;
+        }
         self.ignored_delays.extend(ignored_delays);
         self.head_after = Duration::ZERO;
         if let Some(answer) = answer {
@@ -313,6 +352,8 @@ impl Run {
             scope_waits: self.scope_waits,
             state_outage: None,
             resumed: self.transfer.resumed,
+            check: self.check,
+            operation_id: self.operation_id,
         }
     }
 }
@@ -543,6 +584,9 @@ mod tests {
                 shared: shared.as_ref(),
                 require: &[],
                 keep_body: 256,
+                keyed: false,
+                check: None,
+                id_pointer: None,
             };
             let mut sink = Sink::file(std::path::Path::new("/dev/null"), false).unwrap();
             let draw = self.draw;

@@ -19,6 +19,18 @@ pub struct Attempt {
     pub wait: Option<Duration>,
     /// Time from the start of the run to the end of this attempt.
     pub ended_at: Duration,
+    /// The answer's headers (values masked), for `--escalate`'s timeline.
+    pub headers: Vec<(String, String)>,
+}
+
+/// The `--check` request that settled (or failed to settle) a write whose
+/// effect was unknown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The URL asked, as sent (masked where it is shown).
+    pub url: String,
+    pub status: Option<u16>,
+    pub error: Option<String>,
 }
 
 /// Everything a run found out, from which the outcome line is built.
@@ -52,6 +64,11 @@ pub struct Record {
     /// Bytes of the body not asked for again: kept from attempts whose
     /// body broke off (or from `-C -`) and continued with a range request.
     pub resumed: u64,
+    /// The last `--check` of the run, if one was sent.
+    pub check: Option<Checked>,
+    /// The provider's id for what the write created: a 201's `Location`,
+    /// or the `--id-pointer` value of the body.
+    pub operation_id: Option<String>,
 }
 
 impl Record {
@@ -78,6 +95,8 @@ impl Record {
             scope_waits: Vec::new(),
             state_outage: None,
             resumed: 0,
+            check: None,
+            operation_id: None,
         }
     }
 }
@@ -92,6 +111,8 @@ pub enum Ending {
     Cancelled(Signal),
     /// The same request failed this many times in a row: refused unsent.
     NoProgress { times: u32 },
+    /// `--task` (as given) was kept for another request: refused unsent.
+    TaskDiffers { task: String },
     /// abide could not finish its own part (say, writing the output file).
     Internal(String),
 }
@@ -102,6 +123,7 @@ impl Ending {
             Ending::Decided(why) => why.kind(),
             Ending::Cancelled(signal) => signal.kind(),
             Ending::NoProgress { .. } => Kind::NoProgress,
+            Ending::TaskDiffers { .. } => Kind::UsageError,
             Ending::Internal(_) => Kind::InternalError,
         }
     }

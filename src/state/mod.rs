@@ -45,6 +45,15 @@ pub struct Learned {
     pub opened: Option<(Duration, Level)>,
 }
 
+/// Why a task's key cannot be used for this run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskRefusal {
+    /// The task was kept for another request.
+    Differs,
+    /// The state cannot keep the key (why).
+    Unkept(String),
+}
+
 pub struct Shared {
     store: Box<dyn Store>,
     pub name: String,
@@ -269,25 +278,50 @@ impl Shared {
         self.update(&mut |state, now| scope::remember(state, fingerprint, failed, now));
     }
 
-    /// The idempotency key of `task`: kept from an earlier run, else `fresh`,
-    /// stored (written and renamed into place) before anything is sent. An
-    /// error says why the state cannot keep it.
-    pub fn task_key(&self, task: &str, fresh: &str, ttl: Duration) -> Result<String, String> {
+    /// The record of `task`: its idempotency key kept from an earlier run,
+    /// else `fresh`, stored (written and renamed into place) before anything
+    /// is sent, and bound to the request's `fingerprint`. Refused when the
+    /// task was kept for another request, or the state cannot keep it.
+    pub fn task_key(
+        &self,
+        task: &str,
+        fresh: &str,
+        fingerprint: &str,
+        ttl: Duration,
+    ) -> Result<scope::TaskKey, TaskRefusal> {
         // Kept by hash: a task id may say more than it should.
         let task = crate::state::scope_hash(task);
-        let mut key = None;
-        let stored =
-            self.update(&mut |state, now| key = scope::task_key(state, &task, fresh, now, ttl));
-        match key {
+        let mut kept = Ok(None);
+        let stored = self.update(&mut |state, now| {
+            kept = match scope::task_key(state, &task, fresh, now, ttl) {
+                Some(_) => scope::bind_task(state, &task, fingerprint),
+                None => Ok(None),
+            };
+        });
+        match kept {
             // A key the store failed to keep would differ on the rerun.
-            _ if !stored => Err(self.failure().unwrap_or_default()),
-            Some(key) => Ok(key),
-            None => Err(format!(
+            _ if !stored => Err(TaskRefusal::Unkept(self.failure().unwrap_or_default())),
+            Err(scope::TaskDiffers) => Err(TaskRefusal::Differs),
+            Ok(Some(kept)) => Ok(kept),
+            Ok(None) => Err(TaskRefusal::Unkept(format!(
                 "the scope already keeps {} live task keys; a new task waits until \
                  one expires (--task-ttl), or goes to its own --scope",
                 scope::MAX_TASKS
-            )),
+            ))),
         }
+    }
+
+    /// After a run of `task`: counts the requests it sent, and keeps the
+    /// provider's id of what it created.
+    pub fn task_ran(&self, task: &str, sent: u32, operation_id: Option<&str>) {
+        let task = crate::state::scope_hash(task);
+        self.update(&mut |state, _| scope::task_ran(state, &task, sent, operation_id));
+    }
+
+    /// The breaker whose half-open probe this process holds, as last seen:
+    /// its attempt is the probe.
+    pub fn probing(&self) -> Option<Level> {
+        scope::probe_level(&self.seen.borrow(), &self.me, &self.endpoint)
     }
 
     pub fn take_notes(&self) -> Vec<String> {

@@ -238,6 +238,7 @@ mod tests {
                 task: "t".into(),
                 key: "k".into(),
                 expires: 5,
+                ..Default::default()
             }],
             ..ScopeState::default()
         };
