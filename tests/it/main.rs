@@ -21,3 +21,4 @@ mod signals;
 mod state;
 mod terminal;
 mod util;
+mod writes;
