@@ -381,8 +381,11 @@ impl Session {
                 // Its last attempts were the task's last: no rerun may send more.
                 if let Ending::Decided(why) = &record.ending {
                     let total = self.task_sent.saturating_add(sent);
-                    record.ending =
-                        Ending::Decided(decision::task_spent(why.clone(), total, plan.task_attempts));
+                    record.ending = Ending::Decided(decision::task_spent(
+                        why.clone(),
+                        total,
+                        plan.task_attempts,
+                    ));
                 }
                 record.operation_id = record.operation_id.take().or(self.task_operation.clone());
             }
@@ -548,10 +551,7 @@ impl Session {
             budget: plan.policy.budget,
             idempotency_key: plan.context.idempotency_key.as_deref(),
             operation_id: record.operation_id.as_deref(),
-            task_spent: matches!(
-                record.ending,
-                Ending::Decided(StopWhy::TaskSpent { .. })
-            ),
+            task_spent: matches!(record.ending, Ending::Decided(StopWhy::TaskSpent { .. })),
         };
         if let Err(e) = Escalation::new(&parts, &plan.redactor).append(path)
             && !self.face.agent

@@ -15,12 +15,12 @@ use crate::exit::Kind;
 
 /// The outcome line's fields in order, with what each means; a test checks
 /// them against a real outcome line, so the man page cannot drift from it.
-pub const OUTCOME_FIELDS: [(&str, &str); 18] = [
+pub const OUTCOME_FIELDS: [(&str, &str); 20] = [
     (
         "outcome",
         "SUCCEEDED, NON_RETRYABLE, RETRY_EXHAUSTED, BUDGET_EXHAUSTED, CIRCUIT_OPEN, \
-         SIDE_EFFECT_UNKNOWN, INVALID_RESPONSE, NO_PROGRESS, CANCELLED, INTERNAL_ERROR \
-         or USAGE_ERROR.",
+         SIDE_EFFECT_UNKNOWN, INVALID_RESPONSE, NO_PROGRESS, NEEDS_HUMAN, INCOMPLETE, \
+         CANCELLED, INTERNAL_ERROR or USAGE_ERROR.",
     ),
     ("ok", "true only for SUCCEEDED."),
     (
@@ -68,6 +68,15 @@ pub const OUTCOME_FIELDS: [(&str, &str); 18] = [
         "resumed_bytes",
         "bytes of the body not downloaded again: kept from an attempt whose body broke off \
          (or from -C -) and continued with a range request.",
+    ),
+    (
+        "reconciled",
+        "true when a write's effect was unknown and --check found that it happened.",
+    ),
+    (
+        "operation_id",
+        "the provider's id of what the write created (a 201's Location, or --id-pointer), \
+         from this run or kept by its --task; else null.",
     ),
 ];
 

@@ -647,6 +647,11 @@ failure before sending retried, whatever the method
 failure after sending  retried if idempotent, else SIDE_EFFECT_UNKNOWN
 2xx body broke off     a GET resumes with Range where the server allows;
                        INCOMPLETE if part of it reached stdout
+409 with a key         retried with the same key (still being processed)
+422 with a key         NON_RETRYABLE: the key was used with another
+                       payload
+write's effect unknown with --check: 2xx SUCCEEDED (reconciled), 404/410
+                       sent again, anything else NEEDS_HUMAN
 
 x-should-retry or Stripe-Should-Retry: true|false overrides the status.
 Idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and any request

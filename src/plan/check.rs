@@ -21,8 +21,8 @@ pub fn validate(check: Option<&str>, target: &Target, keyed: bool) -> Result<(),
             "--check uses {KEY_PLACEHOLDER}, but the request sends no Idempotency-Key (add --idempotency-key)"
         ));
     }
-    let parsed = Target::parse(&check.replace(KEY_PLACEHOLDER, "k"))
-        .map_err(|e| format!("--check: {e}"))?;
+    let parsed =
+        Target::parse(&check.replace(KEY_PLACEHOLDER, "k")).map_err(|e| format!("--check: {e}"))?;
     if parsed.userinfo.is_some() {
         return Err("--check takes the request's credentials; give it none of its own".into());
     }
@@ -62,7 +62,10 @@ mod tests {
     fn only_the_requests_own_origin_is_checked() {
         let target = Target::parse("https://api.example.com/orders").unwrap();
         let ok = |check| validate(Some(check), &target, true);
-        assert_eq!(ok("https://api.example.com/orders/{idempotency_key}"), Ok(()));
+        assert_eq!(
+            ok("https://api.example.com/orders/{idempotency_key}"),
+            Ok(())
+        );
         for bad in [
             "https://evil.example.com/orders",
             "http://api.example.com/orders",
@@ -71,7 +74,14 @@ mod tests {
         ] {
             assert!(ok(bad).is_err(), "{bad}");
         }
-        assert!(validate(Some("https://api.example.com/{idempotency_key}"), &target, false).is_err());
+        assert!(
+            validate(
+                Some("https://api.example.com/{idempotency_key}"),
+                &target,
+                false
+            )
+            .is_err()
+        );
         assert_eq!(validate(None, &target, false), Ok(()));
     }
 

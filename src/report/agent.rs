@@ -2,6 +2,9 @@
 //! outcome line plus what a model needs to act on the answer: the body (a
 //! JSON value when it parses, else a string, `null` when empty), whether it
 //! was cut at `--max-body`, and the headers that say when to call again.
+//! Its `instruction` says what to do in so many words; for `NEEDS_HUMAN`
+//! that is to stop and hand the `reason` to a person, since no retry, wait
+//! or new task id can settle a write that may or may not have happened.
 
 use base64::Engine as _;
 use serde::Serialize;

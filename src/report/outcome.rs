@@ -462,9 +462,15 @@ impl Words<'_> {
             }
             Kind::NeedsHuman => match &self.record.ending {
                 Ending::Decided(StopWhy::TaskSpent { .. }) => "Do not run this task again: it has used all its --task-attempts. A person must find out why its requests keep failing (see --log, --escalate) and decide whether it gets more.".to_string(),
-                _ => format!(
-                    "Do not send the {method} again and do not retry: a person must find out whether it happened (query the resource; see the --escalate record), then rerun the same --task to replay the same key, or cancel."
-                ),
+                _ => {
+                    let then = match self.context.idempotency_key.as_deref() {
+                        Some(key) => format!("replay it with the same key {key} (the same command) only if it did not, or cancel"),
+                        None => "send it again only if it did not, or cancel".to_string(),
+                    };
+                    format!(
+                        "Do not send the {method} again and do not retry: a person must find out whether it happened (query the resource; see the --escalate record), then {then}."
+                    )
+                }
             },
             Kind::Succeeded => match (self.status, self.header("location")) {
                 (Some(status @ 300..=399), Some(location)) => format!(

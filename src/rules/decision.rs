@@ -604,7 +604,11 @@ mod tests {
             ("201 with a key", status(201), Safe, true, Success),
         ];
         for (name, observation, replay, keyed, verdict) in rows {
-            assert_eq!(classify_keyed(observation, replay, keyed, &p), verdict, "{name}");
+            assert_eq!(
+                classify_keyed(observation, replay, keyed, &p),
+                verdict,
+                "{name}"
+            );
         }
         let stop = next_step(KeyReused, None, at(1, 0), &p, Draw(0.5));
         assert_eq!(outcome(stop), Err((Kind::NonRetryable, None)));
@@ -668,7 +672,10 @@ mod tests {
         }
         assert_eq!(
             task_spent(used.clone(), 5, Some(5)),
-            StopWhy::TaskSpent { sent: 5, allowed: 5 }
+            StopWhy::TaskSpent {
+                sent: 5,
+                allowed: 5
+            }
         );
         assert_eq!(task_spent(used.clone(), 4, Some(5)), used);
         assert_eq!(task_spent(used.clone(), 9, None), used);
@@ -678,7 +685,11 @@ mod tests {
             StopWhy::SideEffectUnknown
         );
         assert_eq!(
-            StopWhy::TaskSpent { sent: 5, allowed: 5 }.kind(),
+            StopWhy::TaskSpent {
+                sent: 5,
+                allowed: 5
+            }
+            .kind(),
             Kind::NeedsHuman
         );
     }

@@ -102,6 +102,13 @@ enum Undelivered {
     Write(io::Error),
 }
 
+/// A 2xx body held in memory that met `--require`, and its `--id-pointer`
+/// value.
+pub(super) struct Held {
+    pub body: Vec<u8>,
+    pub pointed: Option<String>,
+}
+
 /// A 2xx body that broke `--require`: why, and the body (kept for the
 /// agent object).
 pub(super) struct Breach {
@@ -393,7 +400,7 @@ impl Loop<'_> {
             Err(e) => return Err(self.undelivered(DeliverError::Read(e), sink, transfer, None)),
         };
         match body {
-            Ok((body, pointed)) => sink
+            Ok(Held { body, pointed }) => sink
                 .deliver(&mut body.as_slice(), Start::Over)
                 .map(|_| Ok(pointed))
                 .map_err(|e| self.undelivered(e, sink, transfer, None)),
@@ -403,10 +410,7 @@ impl Loop<'_> {
 
     /// A 2xx body held in memory and judged: against `--require`, with its
     /// `--id-pointer` value; or the breach. An error is a read that failed.
-    pub(super) fn judged_body(
-        &self,
-        reply: &mut Reply,
-    ) -> io::Result<Result<(Vec<u8>, Option<String>), Breach>> {
+    pub(super) fn judged_body(&self, reply: &mut Reply) -> io::Result<Result<Held, Breach>> {
         let mut body = Vec::new();
         (&mut reply.body)
             .take(CONTRACT_LIMIT + 1)
@@ -422,7 +426,7 @@ impl Loop<'_> {
                     .id_pointer
                     .and_then(|p| contract::pointed_id(&body, p))
                     .map(|id| self.redactor.text(&id));
-                Ok((body, pointed))
+                Ok(Held { body, pointed })
             }
             Err(detail) => Err(Breach { detail, body }),
         })

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use super::attempt::Breach;
+use super::attempt::{Breach, Held};
 use super::{Event, Loop, Run, World};
 use crate::edge::http::Transport;
 use crate::edge::sink::{DeliverError, Start};
@@ -71,7 +71,7 @@ impl Loop<'_> {
                     None
                 };
                 let settlement = decision::settle(Some(reply.status), body.is_some());
-                if let (Settlement::Happened, Some((body, pointed))) = (settlement, body) {
+                if let (Settlement::Happened, Some(Held { body, pointed })) = (settlement, body) {
                     let masked: Vec<(String, String)> = reply
                         .headers
                         .iter()

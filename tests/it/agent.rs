@@ -275,31 +275,32 @@ fn the_audit_log_tells_the_run_in_order_and_redacted() {
     assert_eq!(
         events,
         [
-            "request", "response", "wait", "request", "response", "outcome"
+            "start", "request", "response", "wait", "request", "response", "outcome"
         ]
     );
     let seqs: Vec<u64> = first_run
         .iter()
         .map(|l| l["seq"].as_u64().unwrap())
         .collect();
-    assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
-    assert_eq!(first_run[0]["idempotency_key"], "k-1");
-    assert_eq!(first_run[0]["url"], format!("{}/p?api_key=***", lab.url()));
-    assert_eq!(first_run[1]["status"], 429);
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(first_run[1]["idempotency_key"], "k-1");
+    assert_eq!(first_run[1]["url"], format!("{}/p?api_key=***", lab.url()));
+    assert_eq!(first_run[2]["status"], 429);
     assert!(
-        first_run[2]["reason"]
+        first_run[3]["reason"]
             .as_str()
             .unwrap()
             .contains("retry-after-ms")
     );
-    assert_eq!(first_run[5]["outcome"], "SUCCEEDED");
+    assert_eq!(first_run[6]["outcome"], "SUCCEEDED");
     assert!(
         first_run
             .iter()
             .all(|l| l["time"].as_str().unwrap().ends_with('Z'))
     );
-    // The second run found the lab past its 429: request, response, outcome.
-    assert_eq!(lines.len(), 9, "two runs appended");
+    // The second run found the lab past its 429: start, request, response,
+    // outcome.
+    assert_eq!(lines.len(), 11, "two runs appended");
 }
 
 #[test]

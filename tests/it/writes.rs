@@ -112,7 +112,12 @@ impl Orders {
     }
 
     fn keys(&self) -> Vec<Option<String>> {
-        self.seen.lock().unwrap().iter().map(|s| s.key.clone()).collect()
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|s| s.key.clone())
+            .collect()
     }
 }
 
@@ -243,7 +248,10 @@ fn a_check_that_cannot_tell_needs_a_human_and_never_replays() {
         assert_eq!(unclear.code, 10, "{check}: {}", unclear.stderr);
         let o = unclear.outcome();
         assert_eq!(o["outcome"], "NEEDS_HUMAN");
-        assert!(o["instruction"].as_str().unwrap().contains("a person"), "{o}");
+        assert!(
+            o["instruction"].as_str().unwrap().contains("a person"),
+            "{o}"
+        );
         assert_eq!(
             api.seen(),
             [pair("POST", "/orders"), pair("GET", "/orders/latest")],
@@ -380,10 +388,7 @@ fn a_keyed_409_is_retried_with_the_same_key_and_a_keyed_422_is_not() {
 
 fn a_task_spends_its_attempts_across_reruns_then_needs_a_human(b: &Backend) {
     let lab = scripted(vec![Step::new(503)]);
-    let dir = temp_dir(&format!(
-        "task-spent-{}",
-        matches!(b, Backend::Redis(_))
-    ));
+    let dir = temp_dir(&format!("task-spent-{}", matches!(b, Backend::Redis(_))));
     let escalate = dir.join("escalations.jsonl");
     let rerun = || {
         finish(
