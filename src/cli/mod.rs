@@ -479,10 +479,11 @@ pub struct AgentArgs {
           value_parser = parse_duration)]
     pub task_ttl: Duration,
 
-    /// At most N requests for the --task across all its runs: a run that
+    /// At most N requests for a --task across all its runs: a run that
     /// would need more ends NEEDS_HUMAN (exit 10), as does every rerun after,
-    /// unsent.
-    #[arg(long = "task-attempts", value_name = "N", requires = "task",
+    /// unsent. Runs without --task are not counted (so that `abide mcp
+    /// --task-attempts N` bounds every task the model runs).
+    #[arg(long = "task-attempts", value_name = "N", env = "ABIDE_TASK_ATTEMPTS",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub task_attempts: Option<u32>,
 

@@ -823,6 +823,82 @@ mod tests {
     }
 
     #[test]
+    fn writes_that_need_a_decision_say_what_to_do() {
+        use crate::run::record::Checked;
+        let keyed = Context {
+            method: "POST".into(),
+            idempotency_key: Some("k-1".into()),
+            ..context()
+        };
+        let checked = |status| Checked {
+            url: "http://127.0.0.1:1/orders/k-1".into(),
+            status,
+            error: None,
+        };
+        let with = |why: StopWhy, check: Option<Checked>| {
+            let mut r = record(why.kind(), why, vec![attempt(Some(503), None)]);
+            r.check = check;
+            Line::new(&keyed, &r, &Redactor::default())
+        };
+        let reconciled = with(StopWhy::Reconciled, Some(checked(Some(200))));
+        assert!(reconciled.ok && reconciled.reconciled);
+        assert_eq!(
+            reconciled.reason,
+            "503 Service Unavailable to the POST, so its effect was unknown; the check GET http://127.0.0.1:1/orders/k-1 answered 200 OK: the write happened (reconciled)."
+        );
+        assert!(reconciled.instruction.contains("Do not send it again"));
+        let unclear = with(StopWhy::CheckUnclear, Some(checked(None)));
+        assert_eq!((unclear.outcome, unclear.exit_code), ("NEEDS_HUMAN", 10));
+        assert!(
+            unclear
+                .reason
+                .contains("answered no answer, which says neither"),
+            "{}",
+            unclear.reason
+        );
+        assert!(
+            unclear.instruction.contains("a person must find out")
+                && unclear.instruction.contains("same key k-1"),
+            "{}",
+            unclear.instruction
+        );
+        let spent = with(
+            StopWhy::TaskSpent {
+                sent: 6,
+                allowed: 6,
+            },
+            None,
+        );
+        assert!(
+            spent.reason.ends_with("all of its --task-attempts 6."),
+            "{}",
+            spent.reason
+        );
+        assert!(spent.instruction.starts_with("Do not run this task again"));
+        let reused = with(StopWhy::KeyReused, None);
+        assert_eq!(reused.exit_code, 3);
+        assert!(
+            reused
+                .reason
+                .contains("k-1 was already used with another payload")
+        );
+        let mut differs = record(Kind::Succeeded, StopWhy::Success, vec![]);
+        differs.ending = Ending::TaskDiffers {
+            task: "pay-17".into(),
+        };
+        let line = Line::new(&keyed, &differs, &Redactor::default());
+        assert_eq!((line.outcome, line.exit_code), ("USAGE_ERROR", 2));
+        assert!(
+            line.reason
+                .contains("--task pay-17 was first run with another request")
+        );
+        assert!(
+            line.instruction
+                .contains("rerun task pay-17 only with its first request")
+        );
+    }
+
+    #[test]
     fn unauthorized_instruction() {
         let line = Line::new(
             &context(),
