@@ -60,6 +60,8 @@ pub struct Session {
     task_operation: Option<String>,
     /// `--check`'s GET, sharing the request's connection pool, and its URL.
     check: Option<(RefCell<Http>, String)>,
+    /// The `--log` has its start entry.
+    started: bool,
 }
 
 /// A run whose body is in place (or discarded): what is left to report.
@@ -129,7 +131,27 @@ impl Session {
             task_sent: 0,
             task_operation: None,
             check: None,
+            started: false,
         })
+    }
+
+    /// The run's first `--log` entry, once: what it is about to send, with
+    /// the request's fingerprint (written before the outcome of a run that
+    /// was refused unsent, too).
+    fn log_start(&mut self, plan: &Plan) {
+        if self.audit.is_none() || self.started {
+            return;
+        }
+        self.started = true;
+        let start = Entry::Start {
+            method: plan.context.method.clone(),
+            url: plan.redactor.text(&plan.context.url),
+            fingerprint: self.fingerprint(plan).map(str::to_string),
+            idempotency_key: plan.context.idempotency_key.clone(),
+        };
+        if let Some(audit) = &mut self.audit {
+            audit.write(&start);
+        }
     }
 
     fn fingerprint(&self, plan: &Plan) -> Option<&str> {
@@ -281,6 +303,7 @@ impl Session {
     }
 
     fn attempts(&mut self, plan: &Plan, transport: &mut Http, sink: &mut Sink) -> Record {
+        self.log_start(plan);
         let looper = Loop {
             policy: &plan.policy,
             replay: plan.replay,
@@ -329,17 +352,6 @@ impl Session {
             self.face.verbose,
             progress::on_terminal(self.face.silent || self.face.agent),
         );
-        if self.audit.is_some() {
-            let start = Entry::Start {
-                method: plan.context.method.clone(),
-                url: plan.redactor.text(&plan.context.url),
-                fingerprint: self.fingerprint(plan).map(str::to_string),
-                idempotency_key: plan.context.idempotency_key.clone(),
-            };
-            if let Some(audit) = &mut self.audit {
-                audit.write(&start);
-            }
-        }
         let audit = &mut self.audit;
         let setting = Setting {
             context: &plan.context,
@@ -462,6 +474,7 @@ impl Session {
 
     /// The outcome line of `record`, written to the `--log` too.
     pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
+        self.log_start(plan);
         let line = Line::new(&plan.context, record, &plan.redactor);
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
