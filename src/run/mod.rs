@@ -229,7 +229,13 @@ impl Loop<'_> {
             if let Some(check) = &self.check
                 && decision::effect_unknown(observation, check.write, self.policy)
             {
-                verdict = match self.settle(check, run, w) {
+                let settled = self.settle(check, run, w);
+                // A signal cuts the check too: the run was interrupted, and
+                // nobody learned anything.
+                if let Some(signal) = w.sleeper.cancelled() {
+                    return (Ending::Cancelled(signal), None);
+                }
+                verdict = match settled {
                     Ok(verdict) => verdict,
                     Err(why) => return (Ending::Decided(why), None),
                 };

@@ -9,8 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use abide::exit::Kind;
 use abide::rules::attempt::{Observation, Phase};
 use abide::rules::decision::{
-    Draw, Next, Policy, Progress, Replay, Verdict, WaitCause, attempt_room, classify,
-    cut_scope_wait, cut_wait, next_step, opened_breaker, scope_step,
+    Draw, Next, Policy, Progress, Replay, Settlement, Verdict, WaitCause, after_check,
+    attempt_room, classify, classify_keyed, cut_scope_wait, cut_wait, effect_unknown, next_step,
+    opened_breaker, scope_step, settle,
 };
 use abide::rules::delay::{self, DelaySource, MAX_SERVER_DELAY, ServerDelay};
 use abide::rules::scope::{GateCause, Level, Wait as ScopeWait};
@@ -298,6 +299,54 @@ proptest! {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_checked_write_goes_again_only_when_the_check_says_it_did_not_happen(
+        observation in observation(),
+        policy in policy(),
+        keyed in any::<bool>(),
+        check in proptest::option::of(0u16..1000),
+        met in any::<bool>(),
+        attempt in 1u32..10,
+        elapsed in duration(),
+        unit in draw(),
+    ) {
+        let replay = Replay::of("POST", keyed);
+        let verdict = classify_keyed(observation, replay, keyed, &policy);
+        if !effect_unknown(observation, true, &policy) {
+            return Ok(());
+        }
+        let settled = settle(check, met);
+        match after_check(settled) {
+            Ok(again) => {
+                prop_assert!(matches!(check, Some(404 | 410)), "{check:?} {verdict:?}");
+                let next = next_step(again, None, Progress { attempt, elapsed }, &policy, Draw(unit));
+                if let Next::Stop(stop) = next {
+                    prop_assert!(matches!(stop.kind(), Kind::RetryExhausted | Kind::BudgetExhausted));
+                }
+            }
+            Err(why) => {
+                let kind = why.kind();
+                prop_assert!(kind == Kind::Succeeded || kind == Kind::NeedsHuman);
+                prop_assert_eq!(kind == Kind::Succeeded, settled == Settlement::Happened);
+                prop_assert!(kind != Kind::Succeeded || matches!(check, Some(200..=299)));
+            }
+        }
+    }
+
+    #[test]
+    fn a_keyed_422_is_never_retried(
+        should_retry in proptest::option::of(any::<bool>()),
+        policy in policy(),
+        attempt in 1u32..10,
+        elapsed in duration(),
+        unit in draw(),
+    ) {
+        let observation = Observation::Status { status: 422, should_retry };
+        let verdict = classify_keyed(observation, Replay::Safe, true, &policy);
+        let next = next_step(verdict, None, Progress { attempt, elapsed }, &policy, Draw(unit));
+        prop_assert!(matches!(next, Next::Stop(ref s) if s.kind() == Kind::NonRetryable));
     }
 
     #[test]
