@@ -29,6 +29,11 @@ pub fn is_secret_name(name: &str) -> bool {
         "sessionid",
     ];
     const WORDS: [&str; 7] = ["key", "sig", "pwd", "pass", "jwt", "session", "sid"];
+    // An idempotency key is no credential: the outcome shows it, and a
+    // person told to replay a write needs to read it.
+    if name.trim_start_matches("x-").replace('_', "-") == "idempotency-key" {
+        return false;
+    }
     CONTAINS.iter().any(|c| name.contains(c))
         || name
             .split(['_', '-', '.'])
@@ -274,6 +279,9 @@ mod tests {
             "User-Agent",
             "signal",
             "passage",
+            "Idempotency-Key",
+            "idempotency_key",
+            "X-Idempotency-Key",
         ] {
             assert!(!is_secret_name(name), "{name}");
         }
