@@ -183,7 +183,7 @@ impl Session {
         let (Some(task), Some(shared)) = (plan.task.clone(), &self.shared) else {
             return Ok(());
         };
-        let Some(fingerprint) = self.fingerprint(plan).map(str::to_string) else {
+        let Ok(fingerprint) = task_fingerprint(&plan.request) else {
             return Err(Ending::Internal(
                 "--task binds its key to the request, whose body cannot be read".into(),
             ));
@@ -577,6 +577,18 @@ impl Session {
     }
 }
 
+/// The fingerprint a `--task` is bound to: the request's, but blind to its
+/// credentials, so that a rerun with a rotated token is still the same
+/// write (refusing it would invite sending it as a new one).
+fn task_fingerprint(request: &crate::edge::http::Request) -> std::io::Result<String> {
+    let mut blind = request.clone();
+    blind
+        .headers
+        .retain(|(name, _)| !crate::redact::is_secret_name(name));
+    blind.url = crate::redact::url(&blind.url);
+    plan::fingerprint(&blind)
+}
+
 /// How much of a body the agent object holds: beyond --max-body by the
 /// longest secret, so that one crossing the cut is masked before the cut.
 fn agent_keeps(plan: &Plan) -> u64 {
@@ -708,6 +720,27 @@ fn dump_header(to: &std::path::Path, head: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_is_the_same_write_with_a_rotated_token() {
+        use crate::edge::http::Request;
+        let write = |token: &str, body: &str| Request {
+            method: "POST".into(),
+            url: format!("https://api.example.com/orders?api_key={token}"),
+            headers: vec![
+                ("Authorization".into(), format!("Bearer {token}")),
+                ("Content-Type".into(), "application/json".into()),
+            ],
+            body: Body::Bytes(body.as_bytes().to_vec()),
+        };
+        let fp = |r: &Request| task_fingerprint(r).unwrap();
+        let first = fp(&write("old-token-123", r#"{"qty":1}"#));
+        assert_eq!(first, fp(&write("new-token-456", r#"{"qty":1}"#)));
+        assert_ne!(first, fp(&write("old-token-123", r#"{"qty":2}"#)));
+        let mut elsewhere = write("old-token-123", r#"{"qty":1}"#);
+        elsewhere.url = "https://api.example.com/refunds".into();
+        assert_ne!(first, fp(&elsewhere));
+    }
 
     fn shared_across_threads<T: Send + Sync>() {}
     fn moves_to_a_thread<T: Send>() {}
