@@ -558,3 +558,28 @@ fn breaker_entries_name_open_half_open_and_closed() {
 fn rfc3339_time(text: &str) -> std::time::SystemTime {
     humantime::parse_rfc3339(text).unwrap()
 }
+
+#[test]
+fn a_request_that_keeps_failing_alike_is_escalated_once_refused() {
+    let dir = temp_dir("escalate-no-progress");
+    let escalate = dir.join("escalations.jsonl");
+    let lab = scripted(vec![Step::new(400)]);
+    let call = || {
+        run(&[
+            "--state-dir",
+            dir.join("state").to_str().unwrap(),
+            "--no-progress",
+            "2",
+            "--escalate",
+            escalate.to_str().unwrap(),
+            &lab.url(),
+        ])
+    };
+    let codes: Vec<i32> = (0..3).map(|_| call().code).collect();
+    assert_eq!(codes, [3, 3, 9]);
+    assert_eq!(lab.records().len(), 2);
+    let records = lines_of(&escalate);
+    assert_eq!(records.len(), 1, "NON_RETRYABLE is not escalated");
+    assert_eq!(records[0]["outcome"], "NO_PROGRESS");
+    assert_eq!(records[0]["options"][0]["action"], "fix the request");
+}
