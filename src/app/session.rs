@@ -2,8 +2,9 @@
 //! (the single run today, a batch driver) can drive a request: open the log,
 //! the signal watch and the scope state; keep a task's key; make the sink;
 //! refuse a request that keeps failing the same way (the no-progress guard);
-//! run the loop; close the state; write the outcome (line or agent object,
-//! `-w`, `-D`, `--log`). Each step takes the plan and hands back data.
+//! run the loop; close the state (and count the task's requests); write the
+//! outcome (line or agent object, `-w`, `-D`, `--log`, `--escalate`). Each
+//! step takes the plan and hands back data.
 
 use std::cell::{OnceCell, RefCell};
 use std::io::Write;
@@ -162,7 +163,9 @@ impl Session {
 
     /// Whether the request may go on with the state it has, and `--task`'s
     /// idempotency key, kept in the scope state before anything is sent so
-    /// that a crash and a rerun reuse it. An error is the unsent ending.
+    /// that a crash and a rerun reuse it, and bound to this request (another
+    /// request under the task is refused). `--task-attempts` caps the run's
+    /// attempts at what the task has left. An error is the unsent ending.
     pub fn keep_task_key(&mut self, plan: &mut Plan) -> Result<(), Ending> {
         let refusal = match (&self.state_failure, &self.shared) {
             (Some(e), _) if plan.state_required => Some(format!(

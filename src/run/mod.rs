@@ -6,6 +6,7 @@
 //! - `admit`: before an attempt, the scope (breaker, gate, `--rate`, slot);
 //!   after it, what the scope learns;
 //! - `attempt`: one attempt and its judgement;
+//! - `check`: `--check`, asked when a write's effect is unknown;
 //! - `record`: what the run found out, and how it ended.
 
 mod admit;
