@@ -103,8 +103,8 @@ pub const REPEAT_WINDOW: Duration = Duration::from_secs(600);
 /// Enough distinct failing requests per scope for any agent; the oldest go first.
 const MAX_REPEATS: usize = 64;
 /// Live task keys per scope: a bound on the record, which every run of the
-/// scope reads (about 200 bytes each, with the fingerprint). A full scope refuses new tasks, never
-/// forgets a key before its TTL.
+/// scope reads (about 200 bytes each, with the fingerprint). A full scope
+/// refuses new tasks, never forgets a key before its TTL.
 pub const MAX_TASKS: usize = 1024;
 
 /// How many times in a row this request has failed the same way recently.
