@@ -371,6 +371,7 @@ mod tests {
     use crate::clock::Millis;
     use crate::edge::http::{Failure, Reply};
     use crate::rules::attempt::Phase;
+    use crate::rules::decision::StopWhy;
     use crate::rules::scope::{Breaker, Probe, ScopePolicy, ScopeState};
     use crate::state::memory::{Elsewhere, Memory};
     use std::cell::Cell;
@@ -513,6 +514,8 @@ mod tests {
         elsewhere: Option<Elsewhere>,
         /// `--max-concurrent`, and how many of its slots others hold.
         max_concurrent: Option<(u32, u32)>,
+        /// `--check`'s answers, for a write.
+        checks: Option<Vec<Answer>>,
     }
 
     /// The epoch time of the fake clock's start plus `ms`.
@@ -531,6 +534,7 @@ mod tests {
                 scope: None,
                 elsewhere: None,
                 max_concurrent: None,
+                checks: None,
             }
         }
 
@@ -578,6 +582,14 @@ mod tests {
                 sent: vec![],
                 ranges: vec![],
             };
+            let checker = self.checks.map(|answers| {
+                std::cell::RefCell::new(Scripted {
+                    time: time.clone(),
+                    answers,
+                    sent: vec![],
+                    ranges: vec![],
+                })
+            });
             let mut redactor = Redactor::default();
             redactor.add("hunter2-long");
             let looper = Loop {
@@ -592,7 +604,11 @@ mod tests {
                 require: &[],
                 keep_body: 256,
                 keyed: false,
-                check: None,
+                check: checker.as_ref().map(|transport| Check {
+                    transport,
+                    url: "http://h/orders/latest",
+                    write: true,
+                }),
                 id_pointer: None,
             };
             let mut sink = Sink::file(std::path::Path::new("/dev/null"), false).unwrap();
@@ -611,6 +627,7 @@ mod tests {
                 sleeps: time.sleeps(),
                 ranges: transport.ranges,
                 slots_in_use: slots.map(|n| n.load(std::sync::atomic::Ordering::SeqCst)),
+                checks_sent: checker.map_or(0, |c| c.into_inner().sent.len()),
             }
         }
     }
@@ -623,6 +640,7 @@ mod tests {
         sleeps: Vec<u128>,
         ranges: Vec<Option<resume::From>>,
         slots_in_use: Option<u32>,
+        checks_sent: usize,
     }
 
     fn statuses(record: &Record) -> Vec<Option<u16>> {
@@ -683,6 +701,39 @@ mod tests {
         let (record, sent, _) = case.run();
         assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(sent.len(), 2);
+    }
+
+    #[test]
+    fn a_write_of_unknown_effect_is_settled_by_its_check() {
+        let write = |answers, checks| {
+            let mut case = Case::new(answers);
+            case.replay = Replay::Unsafe;
+            case.checks = Some(checks);
+            case.run_all()
+        };
+        // Found: reconciled, never sent again.
+        let found = write(vec![Err(Phase::AfterSend)], vec![Ok((200, vec![]))]);
+        assert_eq!(found.record.ending, Ending::Decided(StopWhy::Reconciled));
+        assert_eq!((found.sent.len(), found.checks_sent), (1, 1));
+        assert_eq!(found.record.check.as_ref().unwrap().status, Some(200));
+        // Not found: sent again, after a backoff, and this time it answers.
+        let missing = write(
+            vec![Ok((503, vec![])), Ok((201, vec![]))],
+            vec![Ok((404, vec![]))],
+        );
+        assert_eq!(missing.record.ending, Ending::Decided(StopWhy::Success));
+        assert_eq!((missing.sent.len(), missing.checks_sent), (2, 1));
+        assert_eq!(missing.sleeps.len(), 1);
+        // Neither: a person decides; nothing is sent again.
+        for unclear in [Ok((500, vec![])), Ok((403, vec![])), Err(Phase::BeforeSend)] {
+            let ran = write(vec![Ok((503, vec![])), Ok((201, vec![]))], vec![unclear]);
+            assert_eq!(ran.record.kind(), Kind::NeedsHuman);
+            assert_eq!((ran.sent.len(), ran.checks_sent), (1, 1));
+        }
+        // A 401 tells nothing new: no check, as before.
+        let refused = write(vec![Ok((401, vec![]))], vec![Ok((200, vec![]))]);
+        assert_eq!(refused.record.kind(), Kind::NonRetryable);
+        assert_eq!(refused.checks_sent, 0);
     }
 
     #[test]
