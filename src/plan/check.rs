@@ -9,6 +9,13 @@ use crate::plan::target::Target;
 /// Where the key the write sent goes in the check URL.
 pub const KEY_PLACEHOLDER: &str = "{idempotency_key}";
 
+/// What a key keeps unencoded in the URL: RFC 3986's unreserved characters.
+const KEY_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// Refuses a check URL that could not be used: not http(s), another origin
 /// than the request's (its credentials would go there), or a key
 /// placeholder for a request that sends no key.
@@ -38,7 +45,8 @@ pub fn validate(check: Option<&str>, target: &Target, keyed: bool) -> Result<(),
 /// The check request of `request` (the write): a GET of `check`, with the
 /// key replaced, the write's headers but those of its body, and no body.
 pub fn request(check: &str, request: &Request, key: Option<&str>) -> Request {
-    let url = check.replace(KEY_PLACEHOLDER, key.unwrap_or_default());
+    let key = percent_encoding::utf8_percent_encode(key.unwrap_or_default(), KEY_ENCODED);
+    let url = check.replace(KEY_PLACEHOLDER, &key.to_string());
     let url = Target::parse(&url).map_or(url, |t| t.url);
     let headers = request
         .headers
@@ -107,5 +115,7 @@ mod tests {
         assert_eq!(check.body, Body::Empty);
         let names: Vec<&str> = check.headers.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["Authorization", "Idempotency-Key"]);
+        let odd = request("https://h/o?key={idempotency_key}", &write, Some("a b/&c"));
+        assert_eq!(odd.url, "https://h/o?key=a%20b%2F%26c");
     }
 }
