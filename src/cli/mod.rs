@@ -499,7 +499,8 @@ pub struct AgentArgs {
 
     /// Where a 2xx body names what the write created (an RFC 6901 JSON
     /// Pointer, e.g. /id): the outcome's operation_id (else a 201's
-    /// Location), kept with the --task.
+    /// Location), kept with the --task. The body is held in memory to read
+    /// it, up to 64MiB, as for --require.
     #[arg(long = "id-pointer", value_name = "POINTER", value_parser = parse_pointer)]
     pub id_pointer: Option<String>,
 
