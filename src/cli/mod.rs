@@ -107,7 +107,7 @@ pub struct RequestArgs {
     #[arg(long = "json", value_name = "DATA", conflicts_with_all = ["data", "data_binary"])]
     pub json: Option<String>,
 
-    /// Follow redirects (at most 10), as curl does: 307 and 308 re-send the method
+    /// Follow redirects (at most 50, see --max-redirs), as curl does: 307 and 308 re-send the method
     /// and body; 303, and 301 or 302 after a POST, become a GET without a body;
     /// -u, Authorization and Cookie go on to the same origin only; a Retry-After
     /// on a redirect is waited first. Without -L a 3xx answer is final.

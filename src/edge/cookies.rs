@@ -22,13 +22,26 @@ const JAR_HEAD: &str = "# Netscape HTTP Cookie File\n\
 type Key = (String, String, String);
 
 /// The cookies of a run, and the order they were first stored in (curl
-/// sends cookies of equal path, domain and name length oldest first, and
-/// writes the jar newest first).
+/// sends cookies of equal path, domain and name length newest first, and
+/// writes the jar newest first too).
 #[derive(Debug, Default)]
 pub struct Jar {
     store: CookieStore,
     created: HashMap<Key, u64>,
+    /// Cookies from `Set-Cookie:` lines of a `-b` file: as curl keeps them,
+    /// for every host, and never written to the jar.
+    loose: Vec<Loose>,
     next: u64,
+}
+
+/// A cookie read from a `Set-Cookie:` line of a file, with no host.
+#[derive(Debug)]
+struct Loose {
+    name: String,
+    value: String,
+    path: Option<String>,
+    secure: bool,
+    created: u64,
 }
 
 fn key(cookie: &Cookie) -> Key {
@@ -40,12 +53,12 @@ fn key(cookie: &Cookie) -> Key {
 }
 
 impl Jar {
-    /// Reads a cookie file as curl does: `Set-Cookie:` lines are parsed as
-    /// if `url` had sent them; other lines are Netscape format (tab
-    /// separated; `#HttpOnly_` before the domain marks an HttpOnly cookie),
-    /// comments and lines that are neither are skipped. A file that does
-    /// not exist gives no cookies, as curl's `-b` does.
-    pub fn read(&mut self, path: &Path, url: &Url) -> std::io::Result<()> {
+    /// Reads a cookie file as curl does: `Set-Cookie:` lines are cookies
+    /// for any host; other lines are Netscape format (tab separated;
+    /// `#HttpOnly_` before the domain marks an HttpOnly cookie), comments
+    /// and lines that are neither are skipped. A file that does not exist
+    /// gives no cookies, as curl's `-b` does.
+    pub fn read(&mut self, path: &Path) -> std::io::Result<()> {
         let text = match std::fs::read(path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -55,12 +68,26 @@ impl Jar {
             let line = line.trim_end_matches('\r');
             match line.get(..11) {
                 Some(start) if start.eq_ignore_ascii_case("set-cookie:") => {
-                    self.insert(line[11..].trim(), url);
+                    self.loose_line(line[11..].trim());
                 }
                 _ => self.netscape_line(line),
             }
         }
         Ok(())
+    }
+
+    fn loose_line(&mut self, text: &str) {
+        let Ok(raw) = cookie_store::RawCookie::parse(text) else {
+            return;
+        };
+        self.loose.push(Loose {
+            name: raw.name().to_string(),
+            value: raw.value().to_string(),
+            path: raw.path().map(str::to_string),
+            secure: raw.secure() == Some(true),
+            created: self.next,
+        });
+        self.next += 1;
     }
 
     fn netscape_line(&mut self, line: &str) {
@@ -120,24 +147,41 @@ impl Jar {
 
     /// The `Cookie` header value for a request to `url`, in curl's order:
     /// longer paths first, then longer domains, then longer names, then the
-    /// older cookie.
+    /// newer cookie.
     pub fn header(&self, url: &Url) -> Option<String> {
-        let mut cookies = self.store.matches(url);
-        let rank = |c: &Cookie| {
-            let (domain, path, name) = key(c);
-            let created = self.created.get(&(domain.clone(), path.clone(), name.clone()));
-            (
-                std::cmp::Reverse(path.len()),
-                std::cmp::Reverse(domain.len()),
-                std::cmp::Reverse(name.len()),
-                created.copied(),
-            )
-        };
-        cookies.sort_by_cached_key(|c| rank(c));
-        let pairs: Vec<String> = cookies
-            .iter()
-            .map(|c| format!("{}={}", c.name(), c.value()))
+        use std::cmp::Reverse;
+        // (path, domain and name lengths, creation, the pair)
+        let mut cookies: Vec<(usize, usize, usize, Option<u64>, String)> = self
+            .store
+            .matches(url)
+            .into_iter()
+            .map(|c| {
+                let created = self.created.get(&key(c)).copied();
+                let (domain, path) = (String::from(&c.domain), String::from(&c.path));
+                let pair = format!("{}={}", c.name(), c.value());
+                (path.len(), domain.len(), c.name().len(), created, pair)
+            })
             .collect();
+        // As cookie_store judges it: https, or this machine.
+        let secure = url.scheme() == "https"
+            || matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        cookies.extend(
+            self.loose
+                .iter()
+                .filter(|l| !l.secure || secure)
+                .filter(|l| {
+                    l.path
+                        .as_deref()
+                        .is_none_or(|p| path_matches(p, url.path()))
+                })
+                .map(|l| {
+                    let path = l.path.as_deref().map_or(0, str::len);
+                    let pair = format!("{}={}", l.name, l.value);
+                    (path, 0, l.name.len(), Some(l.created), pair)
+                }),
+        );
+        cookies.sort_by_key(|c| (Reverse(c.0), Reverse(c.1), Reverse(c.2), Reverse(c.3)));
+        let pairs: Vec<String> = cookies.into_iter().map(|c| c.4).collect();
         (!pairs.is_empty()).then(|| pairs.join("; "))
     }
 
@@ -197,6 +241,14 @@ impl Jar {
     }
 }
 
+/// RFC 6265's path-match: the cookie's path is the request's, or a
+/// directory of it.
+fn path_matches(cookie: &str, request: &str) -> bool {
+    request.strip_prefix(cookie).is_some_and(|rest| {
+        rest.is_empty() || cookie.ends_with('/') || rest.starts_with('/')
+    })
+}
+
 fn temporary_beside(path: &Path) -> PathBuf {
     let stamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -235,7 +287,7 @@ mod tests {
         );
         assert_eq!(
             jar.header(&url("https://h.example/")).as_deref(),
-            Some("long=2; sid=abc; sec=4; ex=3")
+            Some("long=2; sec=4; sid=abc; ex=3")
         );
         assert_eq!(jar.header(&url("http://other.example/")), None);
         jar.insert("sid=; Expires=Thu, 01 Jan 1970 00:00:01 GMT; Path=/", &at);
@@ -253,20 +305,24 @@ mod tests {
         let lines = "127.0.0.1\tFALSE\t/\tFALSE\t2139722880\tex\t3\n\
                      #HttpOnly_127.0.0.1\tFALSE\t/next\tFALSE\t0\tzz\t1\n\
                      .example.com\tTRUE\t/\tTRUE\t0\tsub\tyes\n";
-        std::fs::write(&file, format!("# a comment\n\n{lines}Set-Cookie: raw=1\n")).unwrap();
+        let loose = "Set-Cookie: raw=1\nSet-Cookie: aa=1; Path=/\nSet-Cookie: bb=2; Path=/\n";
+        std::fs::write(&file, format!("# a comment\n\n{lines}{loose}")).unwrap();
         let mut jar = Jar::default();
-        jar.read(&file, &url("http://127.0.0.1/")).unwrap();
+        jar.read(&file).unwrap();
         assert_eq!(
             jar.header(&url("http://127.0.0.1/next")).as_deref(),
-            Some("zz=1; raw=1; ex=3")
+            Some("zz=1; ex=3; bb=2; aa=1; raw=1")
+        );
+        assert_eq!(
+            jar.header(&url("http://elsewhere/")).as_deref(),
+            Some("bb=2; aa=1; raw=1")
         );
         assert_eq!(
             jar.header(&url("https://www.example.com/")).as_deref(),
-            Some("sub=yes")
+            Some("sub=yes; bb=2; aa=1; raw=1")
         );
         let expected = format!(
-            "{JAR_HEAD}127.0.0.1\tFALSE\t/\tFALSE\t0\traw\t1\n\
-             .example.com\tTRUE\t/\tTRUE\t0\tsub\tyes\n\
+            "{JAR_HEAD}.example.com\tTRUE\t/\tTRUE\t0\tsub\tyes\n\
              #HttpOnly_127.0.0.1\tFALSE\t/next\tFALSE\t0\tzz\t1\n\
              127.0.0.1\tFALSE\t/\tFALSE\t2139722880\tex\t3\n"
         );
@@ -274,7 +330,7 @@ mod tests {
         jar.write(&file).unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
         let mut missing = Jar::default();
-        missing.read(&dir.join("none"), &url("http://h/")).unwrap();
+        missing.read(&dir.join("none")).unwrap();
         assert_eq!(missing.netscape(), JAR_HEAD);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -239,9 +239,8 @@ impl Http {
             ([], None) => None,
             (files, _) => {
                 let mut jar = Jar::default();
-                let url = url::Url::parse(&request.url).context("the URL")?;
                 for file in files {
-                    jar.read(file, &url)
+                    jar.read(file)
                         .with_context(|| format!("cannot read -b {}", file.display()))?;
                 }
                 Some(Arc::new(Mutex::new(jar)))
@@ -383,9 +382,9 @@ fn attempt(
             return Ok(response);
         };
         if let Some(most) = hops.net.max_redirects.filter(|&most| followed >= most) {
-            // curl's words for its error 47.
+            // curl's words for its error 47; following them again ends the same.
             return Err(Failure {
-                phase: if acted_on { Phase::AfterSend } else { Phase::Final },
+                phase: Phase::Final,
                 message: format!("Maximum ({most}) redirects followed"),
             });
         }

@@ -15,7 +15,8 @@ const SPEED_TIME: Duration = Duration::from_secs(30);
 /// The transport's connection settings for a request to `url`.
 pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, String> {
     let n = &cli.net;
-    // As curl decides: a value with a "=" is cookies, one without a file.
+    // As curl decides: a value with a "=" is cookies, one without a file;
+    // several are joined as curl joins them.
     let (strings, files): (Vec<&String>, Vec<&String>) =
         n.cookie.iter().partition(|c| c.contains('='));
     let cookie = (!strings.is_empty()).then(|| {
@@ -23,7 +24,7 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
             .iter()
             .map(|s| s.trim().trim_end_matches(';'))
             .collect::<Vec<_>>()
-            .join("; ")
+            .join(";")
     });
     if let Some(cookie) = &cookie {
         crate::cli::parse_header_value(cookie).map_err(|e| format!("-b: {e}"))?;
