@@ -201,9 +201,17 @@ mod tests {
                 "::1".parse().unwrap()
             ]
         );
-        assert!(parse_resolve("[::1]:80:::1").is_err(), "an address in brackets");
+        assert!(
+            parse_resolve("[::1]:80:::1").is_err(),
+            "an address in brackets"
+        );
         assert_eq!(parse_resolve("[::1]:80:[::1]").unwrap().host, "::1");
-        for bad in ["example.com:443", "h:x:127.0.0.1", "h:80:nope", ":80:127.0.0.1"] {
+        for bad in [
+            "example.com:443",
+            "h:x:127.0.0.1",
+            "h:80:nope",
+            ":80:127.0.0.1",
+        ] {
             assert!(parse_resolve(bad).is_err(), "{bad}");
         }
         assert_eq!(

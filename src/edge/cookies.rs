@@ -244,9 +244,9 @@ impl Jar {
 /// RFC 6265's path-match: the cookie's path is the request's, or a
 /// directory of it.
 fn path_matches(cookie: &str, request: &str) -> bool {
-    request.strip_prefix(cookie).is_some_and(|rest| {
-        rest.is_empty() || cookie.ends_with('/') || rest.starts_with('/')
-    })
+    request
+        .strip_prefix(cookie)
+        .is_some_and(|rest| rest.is_empty() || cookie.ends_with('/') || rest.starts_with('/'))
 }
 
 fn temporary_beside(path: &Path) -> PathBuf {

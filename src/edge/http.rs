@@ -222,14 +222,14 @@ impl Http {
         };
         // ureq's own chain, with the TLS step chosen above, and notes of when
         // each step is done for -w.
-        let connector = ()
-            .chain(SocksConnector::default())
-            .chain(ConnectProxyConnector::default())
-            .chain(TcpConnector::default())
-            .chain(observe(Step::Tcp))
-            .chain(tls_step)
-            .chain(observe(Step::Tls))
-            .chain(ResetIsNoEnd);
+        let connector =
+            ().chain(SocksConnector::default())
+                .chain(ConnectProxyConnector::default())
+                .chain(TcpConnector::default())
+                .chain(observe(Step::Tcp))
+                .chain(tls_step)
+                .chain(observe(Step::Tls))
+                .chain(ResetIsNoEnd);
         let resolver = net::Resolve {
             pinned: net.pinned.clone(),
             redirected: net.redirected.clone(),
@@ -298,7 +298,11 @@ impl Hops<'_> {
             .jar
             .zip(url.as_ref())
             .and_then(|(jar, url)| jar.lock().ok()?.header(url));
-        let cookie: Vec<&str> = engine.iter().map(String::as_str).chain(self.net.cookie.as_deref()).collect();
+        let cookie: Vec<&str> = engine
+            .iter()
+            .map(String::as_str)
+            .chain(self.net.cookie.as_deref())
+            .collect();
         if !cookie.is_empty() {
             dressed.headers.push(("Cookie".into(), cookie.join("; ")));
         }
@@ -311,7 +315,9 @@ impl Hops<'_> {
             use base64::Engine as _;
             let pair = format!("{}:{}", login.login, login.password);
             let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-            dressed.headers.push(("Authorization".into(), format!("Basic {encoded}")));
+            dressed
+                .headers
+                .push(("Authorization".into(), format!("Basic {encoded}")));
         }
         dressed
     }

@@ -45,7 +45,11 @@ pub struct Login {
 pub fn login_for<'a>(logins: &'a [Login], host: &str) -> Option<&'a Login> {
     logins
         .iter()
-        .find(|l| l.machine.as_deref().is_some_and(|m| m.eq_ignore_ascii_case(host)))
+        .find(|l| {
+            l.machine
+                .as_deref()
+                .is_some_and(|m| m.eq_ignore_ascii_case(host))
+        })
         .or_else(|| logins.iter().find(|l| l.machine.is_none()))
 }
 
@@ -214,7 +218,8 @@ impl Resolve {
         if let Some(pinned) = pinned {
             let mut addrs = Resolver::empty(self);
             let family = config.ip_family();
-            let wanted = family.keep_wanted(pinned.addrs.iter().map(|ip| SocketAddr::new(*ip, port)));
+            let wanted =
+                family.keep_wanted(pinned.addrs.iter().map(|ip| SocketAddr::new(*ip, port)));
             for addr in wanted {
                 if addrs.try_push(addr).is_err() {
                     break;

@@ -11,13 +11,13 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{WebPkiServerVerifier, verify_server_name};
+use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
-use anyhow::Context as _;
-use rustls::pki_types::PrivateKeyDer;
 use ureq::tls::{Certificate, ClientCert, PemItem};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, RustlsConnector,
@@ -157,10 +157,9 @@ impl CaFile {
         let mut roots = RootCertStore::empty();
         roots.add_parsable_certificates(certs.iter().cloned());
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let webpki =
-            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-                .build()
-                .map_err(|e| anyhow::anyhow!("no usable CA certificate ({e})"))?;
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| anyhow::anyhow!("no usable CA certificate ({e})"))?;
         let tls = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .dangerous()

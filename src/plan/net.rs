@@ -28,10 +28,15 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
     });
     if let Some(cookie) = &cookie {
         crate::cli::parse_header_value(cookie).map_err(|e| format!("-b: {e}"))?;
+        // A Cookie header's values are masked wherever they are echoed.
+        redactor.add(cookie);
     }
     let host = url::Url::parse(url)
         .ok()
-        .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase()))
+        .and_then(|u| {
+            u.host_str()
+                .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
+        })
         .unwrap_or_default();
     let netrc = match (&n.netrc_file, n.netrc || n.netrc_optional) {
         (Some(file), _) => Some(file.clone()),
@@ -76,7 +81,10 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
             Some(most) => Some(most as u32),
             None => Some(net::MAX_REDIRECTS),
         },
-        no_proxy: n.noproxy.as_deref().is_some_and(|list| bypassed(list, &host)),
+        no_proxy: n
+            .noproxy
+            .as_deref()
+            .is_some_and(|list| bypassed(list, &host)),
         client_cert,
         logins,
         speed,
@@ -120,7 +128,10 @@ fn read_netrc(path: &Path) -> Result<Vec<Login>, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(parse_netrc(&text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(format!("cannot read the netrc file {}: {e}", path.display())),
+        Err(e) => Err(format!(
+            "cannot read the netrc file {}: {e}",
+            path.display()
+        )),
     }
 }
 

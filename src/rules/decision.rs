@@ -302,9 +302,9 @@ pub fn next_step(
         }
         _ => {
             let n = progress.attempt;
-            let chosen = policy.fixed_delay.unwrap_or_else(|| {
-                delay::backoff(n, policy.backoff, policy.backoff_max, draw.0)
-            });
+            let chosen = policy
+                .fixed_delay
+                .unwrap_or_else(|| delay::backoff(n, policy.backoff, policy.backoff_max, draw.0));
             Wait {
                 // Our own delay may be shortened to fit --max-wait: only the
                 // server's delay is a promise we must keep.
@@ -523,7 +523,11 @@ mod tests {
             (status(404), Replay::Unsafe, Verdict::NonRetryable),
             (status(503), Replay::Unsafe, Verdict::SideEffectUnknown),
             (status(200), Replay::Safe, Verdict::Success),
-            (Observation::Transport(Phase::Final), Replay::Safe, Verdict::Retryable),
+            (
+                Observation::Transport(Phase::Final),
+                Replay::Safe,
+                Verdict::Retryable,
+            ),
             (
                 Observation::Transport(Phase::Final),
                 Replay::Unsafe,
