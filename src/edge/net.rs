@@ -120,7 +120,7 @@ pub struct Trace {
     pub namelookup: Option<Duration>,
     pub connect: Option<Duration>,
     pub appconnect: Option<Duration>,
-    /// The first address the last connection's name resolved to.
+    /// The first address the last new connection's name resolved to.
     pub remote: Option<SocketAddr>,
     /// New connections the attempt made.
     pub connects: u32,
@@ -136,9 +136,18 @@ impl Observed {
         self.0.lock().map(|t| t.1.clone()).unwrap_or_default()
     }
 
+    /// A new attempt: its times and counts start afresh; the address stays
+    /// that of the last connection, which a pooled one is.
     pub(crate) fn start(&self) {
         if let Ok(mut trace) = self.0.lock() {
-            *trace = (Some(Instant::now()), Trace::default());
+            let remote = trace.1.remote;
+            *trace = (
+                Some(Instant::now()),
+                Trace {
+                    remote,
+                    ..Trace::default()
+                },
+            );
         }
     }
 

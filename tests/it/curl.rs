@@ -879,3 +879,33 @@ server.serve_forever()
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `--retry-all-errors` retries a 404 of a GET, waiting `--retry-delay`
+/// instead of the backoff, but never a POST's: the server answered it,
+/// and what it did is its own.
+#[test]
+fn retry_all_errors_retries_what_is_safe_to_replay() {
+    let server = raw(|mut stream| {
+        read_head(&stream);
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    });
+    let url = format!("{}/missing", server.url());
+    let flags = [
+        "--no-state",
+        "--retry",
+        "2",
+        "--retry-all-errors",
+        "--retry-delay",
+        "0.01",
+    ];
+    let get = run(&[&flags[..], &[url.as_str()]].concat());
+    assert_eq!(server.accepted(), 3, "a GET is retried");
+    assert_eq!(get.outcome()["outcome"], "RETRY_EXHAUSTED");
+    let post = run(&[&flags[..], &["-d", "x", url.as_str()]].concat());
+    assert_eq!(server.accepted(), 4, "a POST is not");
+    assert_eq!(post.outcome()["outcome"], "NON_RETRYABLE");
+    let plain = run(&["--no-state", "--retry", "2", &url]);
+    assert_eq!(server.accepted(), 5, "without the flag a 404 is final");
+    assert_eq!(plain.outcome()["outcome"], "NON_RETRYABLE");
+}
