@@ -50,6 +50,12 @@ pub struct NetArgs {
     #[arg(long = "connect-to", value_name = "H1:P1:H2:P2", value_parser = parse_connect_to)]
     pub connect_to: Vec<Redirected>,
 
+    /// Connect to this Unix socket instead of the URL's host and port (the
+    /// URL still gives Host and path), as curl's: http://localhost/... to a
+    /// local service such as /var/run/docker.sock.
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
     /// With -L, follow at most N redirects per attempt (default 50, as
     /// curl; -1 is no limit); one more ends the run NON_RETRYABLE with
     /// curl's words "Maximum (N) redirects followed" (curl's exit 47).

@@ -223,7 +223,8 @@ impl Http {
         // ureq's own chain, with the TLS step chosen above, and notes of when
         // each step is done for -w.
         let connector =
-            ().chain(SocksConnector::default())
+            ().chain(net::UnixSocket(net.unix_socket.clone()))
+                .chain(SocksConnector::default())
                 .chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
                 .chain(observe(Step::Tcp))
@@ -233,6 +234,7 @@ impl Http {
         let resolver = net::Resolve {
             pinned: net.pinned.clone(),
             redirected: net.redirected.clone(),
+            unix_socket: net.unix_socket.is_some(),
             observed: observed.clone(),
         };
         let jar = match (&net.cookie_files[..], &net.cookie_jar) {

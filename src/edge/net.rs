@@ -3,15 +3,20 @@
 //! was (for `-w`: the times, the address, the redirects), credentials from
 //! `.netrc` per host, and the pace of a body (`--limit-rate`, `-Y`/`-y`).
 
-use std::io::{self, Read};
-use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use ureq::config::{Config, IpFamily};
 use ureq::http::Uri;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
+use ureq::unversioned::transport::{
+    Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, ShutdownHandle,
+    Transport,
+};
 
 /// `--resolve HOST:PORT:ADDR[,ADDR]`: the name at that port is these
 /// addresses; `*` as HOST is every name.
@@ -73,6 +78,8 @@ pub struct Net {
     pub family: IpFamily,
     pub pinned: Vec<Pinned>,
     pub redirected: Vec<Redirected>,
+    /// `--unix-socket PATH`: every connection goes to this socket.
+    pub unix_socket: Option<PathBuf>,
     /// Redirects followed at most with -L; `None` is no limit.
     pub max_redirects: Option<u32>,
     /// `--noproxy` matched the host: no proxy, not even from the environment.
@@ -99,6 +106,7 @@ impl Default for Net {
             family: IpFamily::Any,
             pinned: Vec::new(),
             redirected: Vec::new(),
+            unix_socket: None,
             max_redirects: Some(MAX_REDIRECTS),
             no_proxy: false,
             client_cert: None,
@@ -169,6 +177,8 @@ impl Observed {
 pub struct Resolve {
     pub pinned: Vec<Pinned>,
     pub redirected: Vec<Redirected>,
+    /// With `--unix-socket` no name is looked up, as curl looks up none.
+    pub unix_socket: bool,
     pub observed: Observed,
 }
 
@@ -179,6 +189,12 @@ impl Resolver for Resolve {
         config: &Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        if self.unix_socket {
+            // Never connected to: the socket's connector comes first.
+            let mut addrs = Resolver::empty(self);
+            addrs.push(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0));
+            return Ok(addrs);
+        }
         let result = self.lookup(uri, config, timeout);
         self.observed.mark(|t, since| {
             t.namelookup = Some(since);
@@ -285,6 +301,99 @@ impl<In: Transport> Connector<In> for Observe {
             });
         }
         Ok(chained)
+    }
+}
+
+/// The first step of the connector chain: with `--unix-socket`, the
+/// connection is to that socket, and the steps after it (SOCKS, TCP) pass
+/// it on; TLS still wraps it for an https:// URL.
+#[derive(Debug)]
+pub struct UnixSocket(pub Option<PathBuf>);
+
+impl<In: Transport> Connector<In> for UnixSocket {
+    type Out = Either<In, UnixTransport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        let (Some(path), None) = (&self.0, &chained) else {
+            return Ok(chained.map(Either::A));
+        };
+        let stream = UnixStream::connect(path).map_err(|e| {
+            // Nothing was sent: as a refused TCP connection.
+            io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                format!("--unix-socket {}: {e}", path.display()),
+            )
+        })?;
+        let stream = Arc::new(Shut(stream));
+        (details.register_shutdown)(Arc::downgrade(&stream) as Weak<dyn ShutdownHandle>)?;
+        let config = details.config;
+        Ok(Some(Either::B(UnixTransport {
+            stream,
+            buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
+        })))
+    }
+}
+
+/// A Unix socket that an interruption can shut.
+struct Shut(UnixStream);
+
+impl ShutdownHandle for Shut {
+    fn shutdown(&self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// A connection over a Unix socket, as ureq's TCP transport keeps one.
+pub struct UnixTransport {
+    stream: Arc<Shut>,
+    buffers: LazyBuffers,
+}
+
+impl std::fmt::Debug for UnixTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnixTransport").finish_non_exhaustive()
+    }
+}
+
+/// An I/O error as ureq reports it: a timeout as its timeout.
+fn timed(error: io::Error, timeout: NextTimeout) -> ureq::Error {
+    match error.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ureq::Error::Timeout(timeout.reason),
+        _ => error.into(),
+    }
+}
+
+impl Transport for UnixTransport {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let timeout = timeout.for_write();
+        let socket = &self.stream.0;
+        socket.set_write_timeout(timeout.not_zero().map(|t| *t))?;
+        (&*socket)
+            .write_all(&self.buffers.output()[..amount])
+            .map_err(|e| timed(e, timeout))
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let timeout = timeout.for_read();
+        let socket = &self.stream.0;
+        socket.set_read_timeout(timeout.not_zero().map(|t| *t))?;
+        let input = self.buffers.input_append_buf();
+        let amount = (&*socket).read(input).map_err(|e| timed(e, timeout))?;
+        self.buffers.input_appended(amount);
+        Ok(amount > 0)
+    }
+
+    /// Never pooled: each request opens the socket anew.
+    fn is_open(&mut self) -> bool {
+        false
     }
 }
 

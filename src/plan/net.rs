@@ -76,6 +76,7 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
         family: net::family(n.ipv4, n.ipv6),
         pinned: n.resolve.clone(),
         redirected: n.connect_to.clone(),
+        unix_socket: n.unix_socket.clone(),
         max_redirects: match n.max_redirs {
             Some(-1) => None,
             Some(most) => Some(most as u32),

@@ -97,7 +97,7 @@ fn answer(target: &str) -> String {
         .to_string()
 }
 
-fn read_request(stream: &TcpStream) -> Option<Seen> {
+fn read_request(stream: impl Read) -> Option<Seen> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -908,4 +908,68 @@ fn retry_all_errors_retries_what_is_safe_to_replay() {
     let plain = run(&["--no-state", "--retry", "2", &url]);
     assert_eq!(server.accepted(), 5, "without the flag a 404 is final");
     assert_eq!(plain.outcome()["outcome"], "NON_RETRYABLE");
+}
+
+/// `--unix-socket`: the socket gets what curl sends it, redirects too,
+/// whatever the URL's host.
+#[test]
+fn a_unix_socket_gets_what_curl_sends_it() {
+    let dir = temp_dir("curl-unix");
+    let socket = dir.join("api.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            if let Some(request) = read_request(&stream) {
+                let answer = answer(&request.target);
+                log.lock().unwrap().push(request);
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        }
+    });
+    let socket = socket.to_str().unwrap();
+    let take = || std::mem::take(&mut *seen.lock().unwrap());
+    for case in [
+        &["http://localhost/v1.43/info"][..],
+        &["-L", "http://docker/down/2"],
+        &[
+            "-d",
+            "{\"Image\":\"alpine\"}",
+            "-H",
+            "Content-Type: application/json",
+            "http://localhost/containers/create",
+        ],
+    ] {
+        let status = Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "--unix-socket", socket])
+            .args(case)
+            .status()
+            .unwrap();
+        assert!(status.success(), "curl {case:?}");
+        let expected = take();
+        assert!(!expected.is_empty());
+        let run = run(&[
+            &["--no-state", "-o", "/dev/null", "--unix-socket", socket][..],
+            case,
+        ]
+        .concat());
+        assert_eq!(run.outcome()["ok"], true, "{}", run.stderr);
+        assert_eq!(take(), expected, "{case:?}");
+    }
+    let missing = run(&[
+        "--no-state",
+        "--attempts",
+        "1",
+        "-d",
+        "x",
+        "--unix-socket",
+        "/nonexistent.sock",
+        "http://localhost/",
+    ]);
+    assert_eq!(
+        missing.outcome()["outcome"],
+        "RETRY_EXHAUSTED",
+        "a socket that is not there: nothing was sent, so a POST may be retried"
+    );
 }
