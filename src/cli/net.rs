@@ -24,6 +24,11 @@ pub struct NetArgs {
     #[arg(short = 'b', long = "cookie", value_name = "DATA|FILE")]
     pub cookie: Vec<String>,
 
+    /// With -b FILE: leave out the file's session cookies (those without an
+    /// expiry), as a new browser session would.
+    #[arg(short = 'j', long = "junk-session-cookies")]
+    pub junk_session_cookies: bool,
+
     /// Write every cookie the run ends with to FILE, in curl's Netscape
     /// format, through a temporary file renamed over it; "-" is stdout.
     /// Turns on the cookie engine, as -b FILE does.
@@ -62,6 +67,11 @@ pub struct NetArgs {
     #[arg(long = "max-redirs", value_name = "N", allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-1..=i64::from(u32::MAX)))]
     pub max_redirs: Option<i64>,
+
+    /// USER:PASSWORD for -x's proxy, as curl's; masked like -u. (A proxy
+    /// from the environment takes them in its URL.)
+    #[arg(short = 'U', long = "proxy-user", value_name = "USER:PASSWORD")]
+    pub proxy_user: Option<String>,
 
     /// Hosts to reach without a proxy, comma-separated, as curl matches
     /// them: a name matches itself and its subdomains, * matches all.

@@ -57,8 +57,9 @@ impl Jar {
     /// for any host; other lines are Netscape format (tab separated;
     /// `#HttpOnly_` before the domain marks an HttpOnly cookie), comments
     /// and lines that are neither are skipped. A file that does not exist
-    /// gives no cookies, as curl's `-b` does.
-    pub fn read(&mut self, path: &Path) -> std::io::Result<()> {
+    /// gives no cookies, as curl's `-b` does. With `junk_session` (`-j`),
+    /// cookies without an expiry are left out.
+    pub fn read(&mut self, path: &Path, junk_session: bool) -> std::io::Result<()> {
         let text = match std::fs::read(path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -68,18 +69,21 @@ impl Jar {
             let line = line.trim_end_matches('\r');
             match line.get(..11) {
                 Some(start) if start.eq_ignore_ascii_case("set-cookie:") => {
-                    self.loose_line(line[11..].trim());
+                    self.loose_line(line[11..].trim(), junk_session);
                 }
-                _ => self.netscape_line(line),
+                _ => self.netscape_line(line, junk_session),
             }
         }
         Ok(())
     }
 
-    fn loose_line(&mut self, text: &str) {
+    fn loose_line(&mut self, text: &str, junk_session: bool) {
         let Ok(raw) = cookie_store::RawCookie::parse(text) else {
             return;
         };
+        if junk_session && raw.expires().is_none() && raw.max_age().is_none() {
+            return;
+        }
         self.loose.push(Loose {
             name: raw.name().to_string(),
             value: raw.value().to_string(),
@@ -90,7 +94,7 @@ impl Jar {
         self.next += 1;
     }
 
-    fn netscape_line(&mut self, line: &str) {
+    fn netscape_line(&mut self, line: &str, junk_session: bool) {
         let (http_only, line) = match line.strip_prefix("#HttpOnly_") {
             Some(rest) => (true, rest),
             None if line.starts_with('#') => return,
@@ -110,9 +114,13 @@ impl Jar {
         if subdomains.eq_ignore_ascii_case("TRUE") {
             text.push_str(&format!("; Domain={host}"));
         }
-        if let Ok(secs @ 1..) = expires.parse::<u64>() {
-            let at = UNIX_EPOCH + Duration::from_secs(secs);
-            text.push_str(&format!("; Expires={}", httpdate::fmt_http_date(at)));
+        match expires.parse::<u64>() {
+            Ok(secs @ 1..) => {
+                let at = UNIX_EPOCH + Duration::from_secs(secs);
+                text.push_str(&format!("; Expires={}", httpdate::fmt_http_date(at)));
+            }
+            _ if junk_session => return,
+            _ => {}
         }
         if secure {
             text.push_str("; Secure");
@@ -307,8 +315,14 @@ mod tests {
                      .example.com\tTRUE\t/\tTRUE\t0\tsub\tyes\n";
         let loose = "Set-Cookie: raw=1\nSet-Cookie: aa=1; Path=/\nSet-Cookie: bb=2; Path=/\n";
         std::fs::write(&file, format!("# a comment\n\n{lines}{loose}")).unwrap();
+        let mut junked = Jar::default();
+        junked.read(&file, true).unwrap();
+        assert_eq!(
+            junked.header(&url("http://127.0.0.1/next")).as_deref(),
+            Some("ex=3")
+        );
         let mut jar = Jar::default();
-        jar.read(&file).unwrap();
+        jar.read(&file, false).unwrap();
         assert_eq!(
             jar.header(&url("http://127.0.0.1/next")).as_deref(),
             Some("zz=1; ex=3; bb=2; aa=1; raw=1")
@@ -330,7 +344,7 @@ mod tests {
         jar.write(&file).unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
         let mut missing = Jar::default();
-        missing.read(&dir.join("none")).unwrap();
+        missing.read(&dir.join("none"), false).unwrap();
         assert_eq!(missing.netscape(), JAR_HEAD);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -191,11 +191,16 @@ impl Http {
             .user_agent(ureq::config::AutoHeaderValue::None)
             .accept(ureq::config::AutoHeaderValue::None)
             .accept_encoding(ureq::config::AutoHeaderValue::None);
+        let net = &settings.net;
         if let Some(proxy) = &settings.proxy {
-            let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
+            let proxy = match &net.proxy_user {
+                Some(user) => net::with_user(proxy, user),
+                None => proxy.clone(),
+            };
+            let proxy =
+                ureq::Proxy::new(&proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
             config = config.proxy(Some(proxy));
         }
-        let net = &settings.net;
         if net.no_proxy {
             config = config.proxy(None);
         }
@@ -242,7 +247,7 @@ impl Http {
             (files, _) => {
                 let mut jar = Jar::default();
                 for file in files {
-                    jar.read(file)
+                    jar.read(file, net.junk_session)
                         .with_context(|| format!("cannot read -b {}", file.display()))?;
                 }
                 Some(Arc::new(Mutex::new(jar)))

@@ -82,6 +82,10 @@ pub struct Net {
     pub unix_socket: Option<PathBuf>,
     /// Redirects followed at most with -L; `None` is no limit.
     pub max_redirects: Option<u32>,
+    /// `-j`: a `-b` file's session cookies are left out.
+    pub junk_session: bool,
+    /// `-U USER:PASSWORD` for the `-x` proxy.
+    pub proxy_user: Option<String>,
     /// `--noproxy` matched the host: no proxy, not even from the environment.
     pub no_proxy: bool,
     /// `--cert FILE` and `--key FILE` (PEM); the key may be in the cert file.
@@ -94,6 +98,19 @@ pub struct Net {
     pub observed: Observed,
 }
 
+/// The proxy URL with `user:password` in it, each percent-encoded.
+pub fn with_user(proxy: &str, user: &str) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let (scheme, rest) = proxy.split_once("://").unwrap_or(("http", proxy));
+    let (name, password) = user.split_once(':').unwrap_or((user, ""));
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    format!(
+        "{scheme}://{}:{}@{rest}",
+        utf8_percent_encode(name, NON_ALPHANUMERIC),
+        utf8_percent_encode(password, NON_ALPHANUMERIC)
+    )
+}
+
 /// curl's default `--max-redirs` with -L.
 pub const MAX_REDIRECTS: u32 = 50;
 
@@ -103,6 +120,8 @@ impl Default for Net {
             cookie_files: Vec::new(),
             cookie_jar: None,
             cookie: None,
+            junk_session: false,
+            proxy_user: None,
             family: IpFamily::Any,
             pinned: Vec::new(),
             redirected: Vec::new(),
@@ -483,6 +502,19 @@ impl<R: Read> Read for Paced<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxy_user_goes_into_the_proxy_url() {
+        assert_eq!(
+            with_user("http://proxy:3128", "me:p@ss:w"),
+            "http://me:p%40ss%3Aw@proxy:3128"
+        );
+        assert_eq!(with_user("proxy:3128", "me"), "http://me:@proxy:3128");
+        assert_eq!(
+            with_user("socks5://old:x@proxy", "new:y"),
+            "socks5://new:y@proxy"
+        );
+    }
 
     #[test]
     fn netrc_logins_by_host_then_default() {

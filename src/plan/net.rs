@@ -65,6 +65,15 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
     if speed.is_some_and(|s| s.over.is_zero()) {
         return Err("-y/--speed-time must be more than 0".into());
     }
+    if let Some(user) = &n.proxy_user {
+        if cli.request.proxy.is_none() {
+            return Err("-U/--proxy-user is for the -x proxy: give -x too".into());
+        }
+        redactor.add(
+            user.split_once(':')
+                .map_or(user.as_str(), |(_, password)| password),
+        );
+    }
     let client_cert = match &n.cert {
         Some(cert) => Some((certificate_file(cert)?, n.key.clone())),
         None => None,
@@ -73,6 +82,8 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
         cookie_files: files.into_iter().map(PathBuf::from).collect(),
         cookie_jar: n.cookie_jar.clone(),
         cookie,
+        junk_session: n.junk_session_cookies,
+        proxy_user: n.proxy_user.clone(),
         family: net::family(n.ipv4, n.ipv6),
         pinned: n.resolve.clone(),
         redirected: n.connect_to.clone(),

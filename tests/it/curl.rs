@@ -5,7 +5,7 @@
 //! Content-Length and Transfer-Encoding follow from the body) and body bytes.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -228,6 +228,14 @@ const CASES: &[&[&str]] = &[
         "{url}/cookie-twice",
     ],
     &["-b", "{dir}/cookies.txt", "{url}/next/cookie-file"],
+    &[
+        "-j",
+        "-b",
+        "{dir}/cookies.txt",
+        "-b",
+        "{dir}/set-cookie.txt",
+        "{url}/next/junked",
+    ],
     &["-b", "{dir}/set-cookie.txt", "{url}/cookie-headers"],
     &["-b", "{dir}/missing.txt", "{url}/no-cookie-file"],
     &[
@@ -972,4 +980,37 @@ fn a_unix_socket_gets_what_curl_sends_it() {
         "RETRY_EXHAUSTED",
         "a socket that is not there: nothing was sent, so a POST may be retried"
     );
+}
+
+/// `-U`: the proxy gets the credentials as curl gives them (curl with `-p`,
+/// since abide always tunnels), and they are masked in the outcome.
+#[test]
+fn a_proxy_user_reaches_the_proxy_as_curls_does() {
+    let recorder = Recorder::start();
+    let proxy = format!("http://127.0.0.1:{}", recorder.port);
+    let args = ["-x", &proxy, "-U", "me:pr0xy-pass", "http://example.test/x"];
+    let _ = Command::new("curl")
+        .args(["-s", "-p", "-o", "/dev/null"])
+        .args(args)
+        .status()
+        .unwrap();
+    let connect = |seen: Vec<Seen>| {
+        let first = seen.into_iter().next().expect("the proxy was asked");
+        let auth = first
+            .headers
+            .into_iter()
+            .find(|(n, _)| n == "proxy-authorization");
+        (first.method, first.target, auth)
+    };
+    let expected = connect(recorder.take());
+    assert_eq!(expected.0, "CONNECT");
+    let run = run(&[
+        &["--no-state", "--attempts", "1", "-o", "/dev/null"][..],
+        &args,
+    ]
+    .concat());
+    assert_eq!(connect(recorder.take()), expected);
+    assert!(!run.stderr.contains("pr0xy-pass"), "{}", run.stderr);
+    let alone = super::util::run(&["--no-state", "-U", "me:pw", "http://example.test/"]);
+    assert_eq!(alone.outcome()["outcome"], "USAGE_ERROR");
 }
