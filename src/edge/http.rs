@@ -290,6 +290,9 @@ impl Http {
 struct Hops<'a> {
     agent: &'a Agent,
     follow: bool,
+    /// The request has a Cookie header of the user's (-H): as curl, no
+    /// other cookies are sent then, on any hop.
+    own_cookie: bool,
     jar: Option<&'a Mutex<Jar>>,
     net: &'a Net,
 }
@@ -310,7 +313,7 @@ impl Hops<'_> {
             .map(String::as_str)
             .chain(self.net.cookie.as_deref())
             .collect();
-        if !cookie.is_empty() {
+        if !cookie.is_empty() && !self.own_cookie {
             dressed.headers.push(("Cookie".into(), cookie.join("; ")));
         }
         let has_auth = hop
@@ -362,7 +365,8 @@ fn attempt(
     // request: a later hop that fails before sending must not read as a
     // request never sent (a POST answered 303 would be sent again).
     let mut acted_on = false;
-    for followed in 0.. {
+    let mut followed = 0;
+    loop {
         observed.update(|t| {
             t.url = Some(hop.url.clone());
             t.redirects = followed;
@@ -423,8 +427,8 @@ fn attempt(
         }
         acted_on |= !matches!(status, 307 | 308);
         hop = redirected(hop, status, next);
+        followed += 1;
     }
-    unreachable!("the loop over hops ends by returning")
 }
 
 /// The absolute URL a `Location` points to, from the URL that was sent.
@@ -564,9 +568,14 @@ impl Transport for Http {
         std::thread::Builder::new()
             .name("abide-attempt".into())
             .spawn(move || {
+                let own_cookie = request
+                    .headers
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case("cookie"));
                 let hops = Hops {
                     agent: &agent,
                     follow,
+                    own_cookie,
                     jar: jar.as_deref(),
                     net: &net,
                 };

@@ -26,9 +26,10 @@ struct Seen {
 }
 
 /// A server that records every request and answers `200 ok`; but
-/// `/set-cookies` redirects to `/next` setting cookies, `/r/N` redirects
-/// to `/r/N+1` and `/down/N` to `/down/N-1` down to 0, for the rows of
-/// cookies and redirects.
+/// `/set-cookies` redirects to `/next` setting cookies (`/cross-host` to
+/// another host name of the same server), `/r/N` redirects to `/r/N+1`
+/// and `/down/N` to `/down/N-1` down to 0, for the rows of cookies and
+/// redirects.
 struct Recorder {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -47,7 +48,7 @@ impl Recorder {
                     let Some(request) = read_request(&stream) else {
                         return;
                     };
-                    let answer = answer(&request.target);
+                    let answer = answer(&request.target, port);
                     log.lock().unwrap().push(request);
                     let mut stream = stream;
                     let _ = stream.write_all(answer.as_bytes());
@@ -71,7 +72,7 @@ const SET_COOKIES: &str = "Set-Cookie: sid=abc; Path=/\r\n\
     Set-Cookie: age=6; Max-Age=3600\r\n\
     Set-Cookie: bad=5; Domain=elsewhere.example\r\n";
 
-fn answer(target: &str) -> String {
+fn answer(target: &str, port: u16) -> String {
     let redirect = |location: &str, extra: &str| {
         format!(
             "HTTP/1.1 302 Found\r\nLocation: {location}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
@@ -79,6 +80,9 @@ fn answer(target: &str) -> String {
     };
     if target.starts_with("/set-cookies") {
         return redirect("/next", SET_COOKIES);
+    }
+    if target.starts_with("/cross-host") {
+        return redirect(&format!("http://localhost:{port}/landed"), SET_COOKIES);
     }
     if let Some(n) = target
         .strip_prefix("/r/")
@@ -248,6 +252,18 @@ const CASES: &[&[&str]] = &[
     ],
     &["-L", "-b", "{dir}/cookies.txt", "{url}/set-cookies?again"],
     &["-b", "a=1", "{url}/set-cookies?without-L"],
+    &["-b", "a=1", "-H", "Cookie: own=2", "{url}/own-cookie"],
+    &["-L", "-b", "a=1", "-c", "{dir}/jar.txt", "{url}/cross-host"],
+    &[
+        "-L",
+        "-b",
+        "a=1",
+        "-H",
+        "Cookie: own=2",
+        "-c",
+        "{dir}/jar.txt",
+        "{url}/cross-host",
+    ],
     &[
         "--resolve",
         "example.test:{port}:127.0.0.1",
@@ -535,6 +551,7 @@ fn stdout_and_files_hold_what_curl_writes() {
 /// stdout and `{dir}/jar.txt` are what abide must write, but the expiry of
 /// the Max-Age cookie, which is the second it was set plus an hour.
 const JAR_CASES: &[&[&str]] = &[
+    &["-L", "-c", "{dir}/jar.txt", "{url}/cross-host"],
     &[
         "-L",
         "-b",
@@ -930,7 +947,7 @@ fn a_unix_socket_gets_what_curl_sends_it() {
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
             if let Some(request) = read_request(&stream) {
-                let answer = answer(&request.target);
+                let answer = answer(&request.target, 0);
                 log.lock().unwrap().push(request);
                 let _ = stream.write_all(answer.as_bytes());
             }
