@@ -20,7 +20,8 @@ pub struct NetArgs {
     /// Netscape cookie file or Set-Cookie: lines, as curl reads them; a
     /// missing file is no cookies), which turns on the cookie engine: every
     /// answer's Set-Cookie (a redirect's too) is kept and sent on where
-    /// domain, path, Secure and expiry allow, as curl does. Repeatable.
+    /// domain, path, Secure and expiry allow, as curl does. Repeatable. A
+    /// -H "Cookie: ..." of your own is then the only one sent, as curl's.
     #[arg(short = 'b', long = "cookie", value_name = "DATA|FILE")]
     pub cookie: Vec<String>,
 
@@ -72,6 +73,11 @@ pub struct NetArgs {
     /// from the environment takes them in its URL.)
     #[arg(short = 'U', long = "proxy-user", value_name = "USER:PASSWORD")]
     pub proxy_user: Option<String>,
+
+    /// Accepted, as curl's -p: abide always goes through an HTTP proxy with
+    /// CONNECT, for http:// URLs too.
+    #[arg(short = 'p', long = "proxytunnel")]
+    pub proxytunnel: bool,
 
     /// Hosts to reach without a proxy, comma-separated, as curl matches
     /// them: a name matches itself and its subdomains, * matches all.

@@ -1005,9 +1005,16 @@ fn a_unix_socket_gets_what_curl_sends_it() {
 fn a_proxy_user_reaches_the_proxy_as_curls_does() {
     let recorder = Recorder::start();
     let proxy = format!("http://127.0.0.1:{}", recorder.port);
-    let args = ["-x", &proxy, "-U", "me:pr0xy-pass", "http://example.test/x"];
+    let args = [
+        "-p",
+        "-x",
+        &proxy,
+        "-U",
+        "me:pr0xy-pass",
+        "http://example.test/x",
+    ];
     let _ = Command::new("curl")
-        .args(["-s", "-p", "-o", "/dev/null"])
+        .args(["-s", "-o", "/dev/null"])
         .args(args)
         .status()
         .unwrap();
