@@ -109,7 +109,8 @@ pub struct RequestArgs {
 
     /// Follow redirects (at most 50, see --max-redirs), as curl does: 307 and 308 re-send the method
     /// and body; 303, and 301 or 302 after a POST, become a GET without a body;
-    /// -u, Authorization and Cookie go on to the same origin only; a Retry-After
+    /// -u, Authorization and Cookie go on to the same origin only (but with
+    /// --location-trusted); a Retry-After
     /// on a redirect is waited first. Without -L a 3xx answer is final.
     #[arg(short = 'L', long = "location")]
     pub location: bool,

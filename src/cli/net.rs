@@ -62,6 +62,11 @@ pub struct NetArgs {
     #[arg(long = "unix-socket", value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
 
+    /// With -L, send -u, Authorization and Cookie headers on to other hosts
+    /// too, as curl's: only for a redirect you trust.
+    #[arg(long = "location-trusted")]
+    pub location_trusted: bool,
+
     /// With -L, follow at most N redirects per attempt (default 50, as
     /// curl; -1 is no limit); one more ends the run NON_RETRYABLE with
     /// curl's words "Maximum (N) redirects followed" (curl's exit 47).

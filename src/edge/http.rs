@@ -426,7 +426,7 @@ fn attempt(
             std::thread::sleep(wait.delay);
         }
         acted_on |= !matches!(status, 307 | 308);
-        hop = redirected(hop, status, next);
+        hop = redirected(hop, status, next, hops.net.location_trusted);
         followed += 1;
     }
 }
@@ -449,8 +449,9 @@ fn redirect_target(base: &str, location: &str) -> Result<String, Failure> {
     }
 }
 
-/// The request a redirect asks for next.
-fn redirected(mut request: Request, status: u16, url: String) -> Request {
+/// The request a redirect asks for next; credentials and cookies go on to
+/// another origin only when `trusted` (`--location-trusted`).
+fn redirected(mut request: Request, status: u16, url: String, trusted: bool) -> Request {
     let to_get = status == 303 && request.method != "HEAD"
         || matches!(status, 301 | 302) && request.method == "POST";
     if to_get {
@@ -461,7 +462,7 @@ fn redirected(mut request: Request, status: u16, url: String) -> Request {
                 && !name.eq_ignore_ascii_case("content-length")
         });
     }
-    if origin(&request.url) != origin(&url) {
+    if !trusted && origin(&request.url) != origin(&url) {
         request.headers.retain(|(name, _)| {
             !name.eq_ignore_ascii_case("authorization") && !name.eq_ignore_ascii_case("cookie")
         });

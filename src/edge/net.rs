@@ -80,6 +80,8 @@ pub struct Net {
     pub redirected: Vec<Redirected>,
     /// `--unix-socket PATH`: every connection goes to this socket.
     pub unix_socket: Option<PathBuf>,
+    /// `--location-trusted`: -L takes credentials to other hosts too.
+    pub location_trusted: bool,
     /// Redirects followed at most with -L; `None` is no limit.
     pub max_redirects: Option<u32>,
     /// `-j`: a `-b` file's session cookies are left out.
@@ -126,6 +128,7 @@ impl Default for Net {
             pinned: Vec::new(),
             redirected: Vec::new(),
             unix_socket: None,
+            location_trusted: false,
             max_redirects: Some(MAX_REDIRECTS),
             no_proxy: false,
             client_cert: None,

@@ -88,6 +88,7 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
         pinned: n.resolve.clone(),
         redirected: n.connect_to.clone(),
         unix_socket: n.unix_socket.clone(),
+        location_trusted: n.location_trusted,
         max_redirects: match n.max_redirs {
             Some(-1) => None,
             Some(most) => Some(most as u32),

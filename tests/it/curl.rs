@@ -256,6 +256,23 @@ const CASES: &[&[&str]] = &[
     &["-L", "-b", "a=1", "-c", "{dir}/jar.txt", "{url}/cross-host"],
     &[
         "-L",
+        "-u",
+        "al:pw",
+        "-H",
+        "Cookie: own=2",
+        "{url}/cross-host",
+    ],
+    &[
+        "-L",
+        "--location-trusted",
+        "-u",
+        "al:pw",
+        "-H",
+        "Cookie: own=2",
+        "{url}/cross-host",
+    ],
+    &[
+        "-L",
         "-b",
         "a=1",
         "-H",
