@@ -466,6 +466,9 @@ const PACE_STEP: Duration = Duration::from_millis(20);
 
 impl<R: Read> Read for Paced<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
         // A tenth of a second's worth at a time, so that the pace is even.
         let most = self
             .rate
@@ -551,6 +554,7 @@ mod tests {
         let error = slow.read(&mut [0; 8]).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         let mut fine = Paced::new(&b"abc"[..], Some(1 << 30), None, stop);
+        assert_eq!(fine.read(&mut []).unwrap(), 0);
         let mut out = Vec::new();
         fine.read_to_end(&mut out).unwrap();
         assert_eq!(out, b"abc");
