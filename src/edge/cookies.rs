@@ -5,7 +5,7 @@
 //! Domain, path, secure and expiry rules are RFC 6265's, from cookie_store;
 //! the order and the file format are curl's, kept here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,6 +31,9 @@ pub struct Jar {
     /// Cookies from `Set-Cookie:` lines of a `-b` file: as curl keeps them,
     /// for every host, and never written to the jar.
     loose: Vec<Loose>,
+    /// Cookies of such lines that name a domain but no path: curl sends
+    /// them after those with one.
+    pathless: HashSet<Key>,
     next: u64,
 }
 
@@ -82,6 +85,19 @@ impl Jar {
             return;
         };
         if junk_session && raw.expires().is_none() && raw.max_age().is_none() {
+            return;
+        }
+        // One that names its domain is that domain's, as from its server.
+        if let Some(domain) = raw.domain() {
+            let path = raw.path().unwrap_or("/");
+            if let Ok(url) = Url::parse(&format!("https://{domain}{path}")) {
+                self.insert(text, &url);
+                if raw.path().is_none() {
+                    let host = domain.trim_start_matches('.').to_ascii_lowercase();
+                    self.pathless
+                        .insert((host, "/".into(), raw.name().to_string()));
+                }
+            }
             return;
         }
         self.loose.push(Loose {
@@ -164,10 +180,15 @@ impl Jar {
             .matches(url)
             .into_iter()
             .map(|c| {
-                let created = self.created.get(&key(c)).copied();
-                let (domain, path) = (String::from(&c.domain), String::from(&c.path));
+                let key = key(c);
+                let created = self.created.get(&key).copied();
+                let path = if self.pathless.contains(&key) {
+                    0
+                } else {
+                    key.1.len()
+                };
                 let pair = format!("{}={}", c.name(), c.value());
-                (path.len(), domain.len(), c.name().len(), created, pair)
+                (path, key.0.len(), c.name().len(), created, pair)
             })
             .collect();
         // As cookie_store judges it: https, or this machine.
@@ -313,7 +334,8 @@ mod tests {
         let lines = "127.0.0.1\tFALSE\t/\tFALSE\t2139722880\tex\t3\n\
                      #HttpOnly_127.0.0.1\tFALSE\t/next\tFALSE\t0\tzz\t1\n\
                      .example.com\tTRUE\t/\tTRUE\t0\tsub\tyes\n";
-        let loose = "Set-Cookie: raw=1\nSet-Cookie: aa=1; Path=/\nSet-Cookie: bb=2; Path=/\n";
+        let loose = "Set-Cookie: raw=1\nSet-Cookie: aa=1; Path=/\nSet-Cookie: bb=2; Path=/\n\
+                     Set-Cookie: owned=7; Domain=example.com; Path=/\n";
         std::fs::write(&file, format!("# a comment\n\n{lines}{loose}")).unwrap();
         let mut junked = Jar::default();
         junked.read(&file, true).unwrap();
@@ -333,10 +355,11 @@ mod tests {
         );
         assert_eq!(
             jar.header(&url("https://www.example.com/")).as_deref(),
-            Some("sub=yes; bb=2; aa=1; raw=1")
+            Some("owned=7; sub=yes; bb=2; aa=1; raw=1")
         );
         let expected = format!(
-            "{JAR_HEAD}.example.com\tTRUE\t/\tTRUE\t0\tsub\tyes\n\
+            "{JAR_HEAD}.example.com\tTRUE\t/\tFALSE\t0\towned\t7\n\
+             .example.com\tTRUE\t/\tTRUE\t0\tsub\tyes\n\
              #HttpOnly_127.0.0.1\tFALSE\t/next\tFALSE\t0\tzz\t1\n\
              127.0.0.1\tFALSE\t/\tFALSE\t2139722880\tex\t3\n"
         );

@@ -445,7 +445,7 @@ fn write_cookie_files(dir: &Path) {
     .unwrap();
     std::fs::write(
         dir.join("set-cookie.txt"),
-        "Set-Cookie: one=1; Path=/\nSet-Cookie: two=2\n",
+        "Set-Cookie: one=1; Path=/\nSet-Cookie: two=2\nSet-Cookie: three=3; Domain=127.0.0.1\n",
     )
     .unwrap();
     let netrc = "machine other.example login x password y\n\
