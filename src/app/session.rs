@@ -480,6 +480,7 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
         exit_code: record.kind().exit_code(),
         error: &error,
         json: &json,
+        trace: &plan.settings.net.observed.get(),
     };
     let _ = format.render(
         &facts,

@@ -4,6 +4,7 @@
 //! bad value is a usage error naming the flag.
 
 pub mod docs;
+pub mod net;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -62,6 +63,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub agent: AgentArgs,
+
+    #[command(flatten)]
+    pub net: net::NetArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,9 +107,10 @@ pub struct RequestArgs {
     #[arg(long = "json", value_name = "DATA", conflicts_with_all = ["data", "data_binary"])]
     pub json: Option<String>,
 
-    /// Follow redirects (at most 10), as curl does: 307 and 308 re-send the method
+    /// Follow redirects (at most 50, see --max-redirs), as curl does: 307 and 308 re-send the method
     /// and body; 303, and 301 or 302 after a POST, become a GET without a body;
-    /// -u, Authorization and Cookie go on to the same origin only; a Retry-After
+    /// -u, Authorization and Cookie go on to the same origin only (but with
+    /// --location-trusted); a Retry-After
     /// on a redirect is waited first. Without -L a 3xx answer is final.
     #[arg(short = 'L', long = "location")]
     pub location: bool,
@@ -369,17 +374,17 @@ pub struct OutputArgs {
     /// Write FORMAT to stdout once the run ends, as curl's -w; @FILE reads it
     /// from a file, its lines joined as curl joins them. Variables:
     /// %{http_code} (or response_code; 000 without an answer), url_effective
-    /// (the URL asked for: with -L abide does not learn the last one),
-    /// method, content_type, size_download, size_upload, time_total,
-    /// num_retries, exitcode (abide's), errormsg (empty on success, else the
-    /// outcome's reason), json (the outcome line, as --outcome stdout writes
-    /// it), and stdout or stderr to switch where the rest goes;
-    /// %header{NAME} is the final answer's header; %% is %, and \n, \r, \t,
-    /// \\ are escapes. time_total is the whole run's, waits included;
-    /// time_starttransfer is from sending the final attempt to its answer's
-    /// head (connecting included). time_connect is not measured and
-    /// num_redirects is not counted: they write 0, as curl does for a value
-    /// it does not know. An unknown variable is a usage error.
+    /// (with -L, the last hop's), method, content_type, size_download,
+    /// size_upload, time_total, num_retries, num_redirects, num_connects,
+    /// remote_ip and remote_port (the first address the name resolved to),
+    /// exitcode (abide's), errormsg (empty on success, else the outcome's
+    /// reason), json (the outcome line, as --outcome stdout writes it), and
+    /// stdout or stderr to switch where the rest goes; %header{NAME} is the
+    /// final answer's header; %% is %, and \n, \r, \t, \\ are escapes.
+    /// time_total is the whole run's, waits included; time_namelookup,
+    /// time_connect, time_appconnect (TLS; 0 without) and time_starttransfer
+    /// are the final attempt's, from its start. An unknown variable is a
+    /// usage error.
     #[arg(
         short = 'w',
         long = "write-out",

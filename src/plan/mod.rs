@@ -2,6 +2,7 @@
 //! sends it, the policy, and what must never be shown (the redactor).
 //! Every mistake found here is a usage error, before anything is sent.
 
+pub mod net;
 pub mod policy;
 pub mod target;
 
@@ -374,6 +375,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         jitter: p.jitter,
         backoff: p.backoff,
         backoff_max: p.backoff_max.max(p.backoff),
+        fixed_delay: cli.net.retry_delay.filter(|d| !d.is_zero()),
+        retry_all: cli.net.retry_all_errors,
     };
     if policy.budget.is_zero() {
         return Err("--budget must be more than 0".into());
@@ -442,6 +445,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let resumable = method == "GET"
         && a.require.is_empty()
         && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("range"));
+    let net = net::settings(cli, &target.url, &mut redactor)?;
     Ok(Plan {
         context: Context {
             method: method.clone(),
@@ -463,6 +467,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             compressed: r.compressed,
             max_ratio: r.max_ratio,
             ca_native: r.ca_native,
+            net,
         },
         policy,
         replay,
