@@ -11,7 +11,7 @@ use crate::cli::{self, Cli, Command};
 use crate::clock::{self, SystemClock};
 use crate::edge::cancel::Cancel;
 use crate::edge::http::{Body, Http};
-use crate::edge::sink::Sink;
+use crate::edge::sink::{Sink, Start};
 use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::report::agent::AgentObject;
@@ -85,7 +85,7 @@ fn outcome_requested() -> OutcomeTo {
             });
     given
         .or_else(|| std::env::var("ABIDE_OUTCOME").ok())
-        .and_then(|to| OutcomeTo::parse(&to))
+        .and_then(|to| to.parse().ok())
         .unwrap_or(OutcomeTo::Stderr)
 }
 
@@ -273,7 +273,7 @@ fn fetch(cli: &Cli) -> Kind {
     let agent_keeps = plan.max_body + plan.redactor.reach() as u64;
     // Last of the checks, so that no early return leaves a temporary file.
     let mut sink = match &plan.output {
-        Some(path) => match Sink::file(path, plan.continue_output) {
+        Some(path) => match Sink::file(path, &plan.file_options) {
             Ok(sink) if plan.include => sink.include(),
             Ok(sink) => sink,
             Err(e) => return usage(&format!("cannot write to {}: {e}", path.display()), agent),
@@ -304,7 +304,11 @@ fn fetch(cli: &Cli) -> Kind {
             redactor: &plan.redactor,
             shared: shared.as_ref(),
             require: &plan.require,
-            keep_body: if agent { agent_keeps } else { 0 },
+            keep_body: match agent {
+                true => agent_keeps,
+                false if plan.fail_with_body => FAIL_BODY_KEPT,
+                false => 0,
+            },
         };
         // The URL as sent has no user-info, so its authority is safe to show.
         let host = plan
@@ -398,9 +402,25 @@ fn fetch(cli: &Cli) -> Kind {
     } else {
         0
     };
-    if record.kind() == Kind::Succeeded {
+    // -J: the file takes the name the final answer gives it.
+    let disposition = record
+        .headers
+        .iter()
+        .find(|(n, _)| n == "content-disposition");
+    if let (Some(clobber), Some((_, value))) = (plan.header_name, disposition)
+        && let Some(name) = crate::edge::sink::disposition_name(value)
+    {
+        sink.rename(&name, clobber);
+    }
+    let succeeded = record.kind() == Kind::Succeeded;
+    if succeeded || plan.fail_with_body && error_body(&record, &mut sink) {
         if let Err(e) = sink.commit() {
-            record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
+            let why = format!("cannot put the body in place: {e}");
+            if succeeded {
+                record.ending = Ending::Internal(why);
+            } else if !agent {
+                eprintln!("abide: warning: {why}");
+            }
         }
     } else if let Err(e) = sink.discard(error_head(&record))
         && e.kind() != std::io::ErrorKind::BrokenPipe
@@ -613,6 +633,21 @@ fn error_head(record: &Record) -> &str {
         Some(s) if !(200..300).contains(&s) => &record.head,
         _ => "",
     }
+}
+
+/// The largest error body `--fail-with-body` writes: it is held in memory.
+const FAIL_BODY_KEPT: u64 = 16 << 20;
+
+/// `--fail-with-body`: the final error answer's body (its head first with
+/// -i), where a success's would go, when it came whole and nothing of an
+/// earlier body was written; whether it was.
+fn error_body(record: &Record, sink: &mut Sink) -> bool {
+    if error_head(record).is_empty() || record.failed_body_truncated || !sink.clean() {
+        return false;
+    }
+    sink.head(&record.head);
+    sink.deliver(&mut record.failed_body.as_slice(), Start::Over)
+        .is_ok()
 }
 
 /// The request's head for `-v`, as curl shows it (`> GET /path HTTP/1.1`),

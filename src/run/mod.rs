@@ -501,11 +501,16 @@ impl Loop<'_> {
             let reach = self.redactor.reach() as u64;
             let limit = self.keep_body.max(ERROR_BODY_KEPT + reach);
             let mut kept = Vec::new();
-            let _ = (&mut reply.body).take(limit + 1).read_to_end(&mut kept);
+            let whole = (&mut reply.body)
+                .take(limit + 1)
+                .read_to_end(&mut kept)
+                .is_ok();
             let (start, _) = self.redactor.cut(&kept, ERROR_BODY_KEPT as usize);
             let text = String::from_utf8_lossy(&start).trim().to_string();
             run.last_error = (!text.is_empty()).then_some(text);
             run.keep_failed_body(kept, limit);
+            // A body that broke off is not whole either (--fail-with-body).
+            run.failed_body_truncated |= !whole;
         }
         if matches!(judged, Judged::Verdict(Verdict::Success)) {
             run.last_error = None;
@@ -1040,7 +1045,8 @@ mod tests {
                 require: &[],
                 keep_body: 256,
             };
-            let mut sink = Sink::file(std::path::Path::new("/dev/null"), false).unwrap();
+            let mut sink =
+                Sink::file(std::path::Path::new("/dev/null"), &Default::default()).unwrap();
             let draw = self.draw;
             let record = looper.run(
                 &mut transport,
