@@ -2,7 +2,8 @@
 //! table runs once with `curl` and once with `abide` against a recording
 //! server on 127.0.0.1, and the two recordings must match: method, target,
 //! headers (ignoring User-Agent, the case and order of names, and framing:
-//! Content-Length and Transfer-Encoding follow from the body) and body bytes.
+//! Content-Length, Transfer-Encoding and Expect follow from the body) and
+//! body bytes, with a multipart boundary read as the same placeholder.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -59,7 +60,7 @@ impl Recorder {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Option<Seen> {
+fn read_request(mut stream: &TcpStream) -> Option<Seen> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -82,6 +83,10 @@ fn read_request(stream: &TcpStream) -> Option<Seen> {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     };
+    // curl asks before it sends a -T body.
+    if header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+        stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").ok()?;
+    }
     let mut body = Vec::new();
     let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     if chunked {
@@ -100,12 +105,21 @@ fn read_request(stream: &TcpStream) -> Option<Seen> {
         body.resize(length.parse().ok()?, 0);
         reader.read_exact(&mut body).ok()?;
     }
+    let boundary =
+        header("content-type").and_then(|t| t.split_once("boundary=").map(|(_, b)| b.to_string()));
     headers.retain(|(n, _)| {
         !matches!(
             n.as_str(),
-            "user-agent" | "content-length" | "transfer-encoding"
+            "user-agent" | "content-length" | "transfer-encoding" | "expect"
         )
     });
+    if let Some(boundary) = boundary {
+        for (_, value) in &mut headers {
+            *value = value.replace(&boundary, "BOUNDARY");
+        }
+        let text = String::from_utf8_lossy(&body).replace(&boundary, "BOUNDARY");
+        body = text.into_bytes();
+    }
     headers.sort();
     Some(Seen {
         method,
@@ -126,13 +140,20 @@ fn fill(args: &[&str], url: &str, dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What every client of the request rows reads on stdin.
+const STDIN: &[u8] = b"from stdin\r\nline two\n";
+
 /// What the server saw from `program args`, and the program's stdout.
 fn seen_from(mut cmd: Command, recorder: &Recorder) -> (Vec<Seen>, Vec<u8>) {
-    let out = cmd
-        .stdin(Stdio::null())
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .spawn()
         .expect("the client starts");
+    // A client that reads no stdin may be gone before it is written.
+    let _ = child.stdin.take().unwrap().write_all(STDIN);
+    let out = child.wait_with_output().unwrap();
     (recorder.take(), out.stdout)
 }
 
@@ -176,14 +197,121 @@ const CASES: &[&[&str]] = &[
         "x,y\n1,2",
         "{url}/csv",
     ],
+    &["-d", "@{dir}/lines.txt", "{url}/text-file-loses-line-ends"],
+    &["-d", "@-", "{url}/text-stdin"],
+    &["--data-binary", "@-", "{url}/binary-stdin"],
+    &["--data-raw", "@not-a-file", "{url}/raw"],
+    &["--data-ascii", "a=1", "{url}/ascii"],
+    &[
+        "--data-urlencode",
+        "a b",
+        "--data-urlencode",
+        "=c d",
+        "--data-urlencode",
+        "n=e&f=g",
+        "{url}/urlencode",
+    ],
+    &[
+        "--data-urlencode",
+        "@{dir}/u.txt",
+        "--data-urlencode",
+        "m@{dir}/u.txt",
+        "{url}/urlencode-files",
+    ],
+    &[
+        "-d",
+        "a=1",
+        "--data-urlencode",
+        "b=c d",
+        "--data-binary",
+        "@{dir}/lines.txt",
+        "--data-raw",
+        "z",
+        "{url}/in-order",
+    ],
+    &[
+        "-G",
+        "-d",
+        "a=1",
+        "--data-urlencode",
+        "b=c d",
+        "{url}/search?z=0",
+    ],
+    &["-G", "-I", "-d", "a=1", "{url}/head-query"],
+    &[
+        "-F",
+        "name=value",
+        "-F",
+        "f=@{dir}/lines.txt",
+        "-F",
+        "g=<{dir}/u.txt",
+        "{url}/form",
+    ],
+    &[
+        "-F",
+        "h=@{dir}/a.json;type=application/json;filename=z.json",
+        "-F",
+        "i=x;type=text/foo",
+        "{url}/form-params",
+    ],
+    &[
+        "-F",
+        "q=\"a;b\"",
+        "-F",
+        "p=@{dir}/a.json",
+        "-X",
+        "PUT",
+        "{url}/form-quoted",
+    ],
+    &["-T", "{dir}/lines.txt", "{url}/dir/"],
+    &["-T", "{dir}/lines.txt", "{url}/named.txt"],
+    &["-T", "-", "{url}/upload-stdin"],
+    &["-X", "POST", "-T", "{dir}/a.json", "{url}/post-upload"],
+    &["--url", "{url}/by-flag"],
+    &["-K", "{dir}/curlrc"],
+    &[
+        "-s",
+        "-s",
+        "-f",
+        "-f",
+        "-v",
+        "-v",
+        "-L",
+        "-L",
+        "{url}/repeated",
+    ],
+    &["-sSfL", "{url}/cluster"],
+    &["-fsSo", "/dev/null", "{url}/cluster-with-value"],
+    &[
+        "{url}/chrome",
+        "-H",
+        "accept: application/json",
+        "-H",
+        "content-type: application/json",
+        "-H",
+        "origin: https://app.example",
+        "--data-raw",
+        "{\"q\":1}",
+    ],
 ];
 
 #[test]
 fn the_server_sees_what_curl_would_send() {
     let dir = temp_dir("curl-oracle");
     std::fs::write(dir.join("lines.txt"), "one\r\ntwo\nthree").unwrap();
+    std::fs::write(dir.join("u.txt"), "a b&c=d\n").unwrap();
+    std::fs::write(dir.join("a.json"), "{\"x\":1}\n").unwrap();
     let recorder = Recorder::start();
     let url = format!("http://127.0.0.1:{}", recorder.port);
+    std::fs::write(
+        dir.join("curlrc"),
+        format!(
+            "# as curl -K reads it\nurl = \"{url}/from-config\"\n\
+             header = \"X-Config: one two\"\n--silent\nfail\n-d a=1\n\
+             data-urlencode = \"b=c d\"\n"
+        ),
+    )
+    .unwrap();
     let mut differ = Vec::new();
     for case in CASES {
         let args = fill(case, &url, &dir);
@@ -194,6 +322,12 @@ fn the_server_sees_what_curl_would_send() {
         ours.args(&args);
         let (got, _) = seen_from(ours, &recorder);
         assert_eq!(expected.len(), 1, "curl {args:?} sent {expected:?}");
+        // A length where curl chunks (stdin, which abide reads first) is
+        // as good; a chunked body where curl sent a length is not.
+        let mut expected = expected;
+        if let (Some(curl), [ours]) = (expected.first_mut(), got.as_slice()) {
+            curl.chunked &= ours.chunked;
+        }
         if got != expected {
             differ.push(format!("{args:?}\n  curl:  {expected:?}\n  abide: {got:?}"));
         }
@@ -209,7 +343,8 @@ fn the_server_sees_what_curl_would_send() {
 
 /// The answer of the output rows: a fixed head (no Date or Server to
 /// differ), with names in lower case as abide writes them, and a body;
-/// `/missing` is a 404 and a HEAD gets no body.
+/// `/missing` is a 404, `/cd…` names a file in Content-Disposition, and a
+/// HEAD gets no body.
 fn fixed_server() -> Raw {
     raw(|mut stream| {
         let request = read_head(&stream);
@@ -223,16 +358,21 @@ fn fixed_server() -> Raw {
         } else {
             "hello\n"
         };
+        let disposition = if request.contains(" /cd") {
+            "content-disposition: attachment; filename=\"../up/report.csv\"\r\n"
+        } else {
+            ""
+        };
         let _ = write!(
             stream,
             "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\n\
-             x-custom: forty two\r\ncontent-length: 6\r\nconnection: close\r\n\r\n{body}"
+             x-custom: forty two\r\n{disposition}content-length: 6\r\nconnection: close\r\n\r\n{body}"
         );
     })
 }
 
-/// Output rows: curl's stdout and its `{dir}/out.txt`, if it writes one,
-/// are what abide must write. abide's `-f` is implied, so every row that
+/// Output rows: curl's stdout, its `{dir}/out.txt` if it writes one, and
+/// every file it writes under `{dir}/files`, are what abide must write. abide's `-f` is implied, so every row that
 /// asks for an error answer gives curl `-f` too.
 const OUTPUT_CASES: &[&[&str]] = &[
     &["-i", "{url}/x"],
@@ -268,7 +408,46 @@ const OUTPUT_CASES: &[&[&str]] = &[
         "%{size_upload} %{method}",
         "{url}/x",
     ],
+    &["-O", "--output-dir", "{dir}/files", "{url}/report.txt?q=1"],
+    &["-s", "-OJ", "--output-dir", "{dir}/files", "{url}/cd/x"],
+    &[
+        "-O",
+        "-J",
+        "--output-dir",
+        "{dir}/files",
+        "{url}/no-disposition.txt",
+    ],
+    &["--create-dirs", "-o", "{dir}/files/a/b/out.txt", "{url}/x"],
+    &["--output-dir", "{dir}/files", "-o", "named.txt", "{url}/x"],
+    &["--fail-with-body", "{url}/missing"],
+    &["--fail-with-body", "-i", "{url}/missing"],
+    &[
+        "-s",
+        "--fail-with-body",
+        "-o",
+        "{dir}/out.txt",
+        "{url}/missing",
+    ],
+    &["--fail-with-body", "-o", "{dir}/out.txt", "{url}/x"],
 ];
+
+/// Every file under `dir`, by its path from there, with its bytes.
+fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let inner = files_under(&path).into_iter();
+            files.extend(inner.map(|(n, bytes)| (format!("{name}/{n}"), bytes)));
+        } else {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            files.push((name, std::fs::read(&path).unwrap()));
+        }
+    }
+    files.sort();
+    files
+}
 
 #[test]
 fn stdout_and_files_hold_what_curl_writes() {
@@ -281,16 +460,19 @@ fn stdout_and_files_hold_what_curl_writes() {
     let server = fixed_server();
     let url = server.url();
     let out = dir.join("out.txt");
+    let files = dir.join("files");
     let mut differ = Vec::new();
     let written = |mut cmd: Command| {
         let _ = std::fs::remove_file(&out);
+        let _ = std::fs::remove_dir_all(&files);
+        std::fs::create_dir(&files).unwrap();
         let stdout = cmd
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output()
             .expect("the client starts")
             .stdout;
-        (stdout, std::fs::read(&out).ok())
+        (stdout, std::fs::read(&out).ok(), files_under(&files))
     };
     for case in OUTPUT_CASES {
         let args = fill(case, &url, &dir);
@@ -301,10 +483,15 @@ fn stdout_and_files_hold_what_curl_writes() {
         ours.args(&args);
         let got = written(ours);
         if got != expected {
+            let names = |files: &[(String, Vec<u8>)]| -> Vec<String> {
+                files.iter().map(|(name, _)| name.clone()).collect()
+            };
             differ.push(format!(
-                "{args:?}\n  curl:  {:?}\n  abide: {:?}",
+                "{args:?}\n  curl:  {:?} {:?}\n  abide: {:?} {:?}",
                 String::from_utf8_lossy(&expected.0),
-                String::from_utf8_lossy(&got.0)
+                names(&expected.2),
+                String::from_utf8_lossy(&got.0),
+                names(&got.2),
             ));
         }
     }
@@ -315,6 +502,59 @@ fn stdout_and_files_hold_what_curl_writes() {
         OUTPUT_CASES.len(),
         differ.join("\n")
     );
+}
+
+#[test]
+fn a_name_from_the_server_replaces_no_file_without_clobber() {
+    let server = fixed_server();
+    let url = format!("{}/cd/x", server.url());
+    let dir = temp_dir("curl-no-clobber");
+    let existing = dir.join("report.csv");
+    // As curl: -J leaves the file and fails; --clobber replaces it;
+    // --no-clobber writes report.csv.1 beside it.
+    for (flag, replaced, beside) in [
+        ("--no-buffer", false, false),
+        ("--clobber", true, false),
+        ("--no-clobber", false, true),
+    ] {
+        let outcome = |mut cmd: Command| {
+            std::fs::write(&existing, "mine\n").unwrap();
+            let _ = std::fs::remove_file(dir.join("report.csv.1"));
+            let args = [
+                "-s",
+                "-OJ",
+                flag,
+                "--output-dir",
+                dir.to_str().unwrap(),
+                &url,
+            ];
+            let ok = cmd
+                .args(args)
+                .stderr(Stdio::null())
+                .status()
+                .unwrap()
+                .success();
+            let kept = std::fs::read_to_string(&existing).unwrap();
+            (
+                ok,
+                kept,
+                std::fs::read_to_string(dir.join("report.csv.1")).ok(),
+            )
+        };
+        let expected = outcome(Command::new("curl"));
+        assert_eq!(
+            expected,
+            (
+                replaced || beside,
+                if replaced { "hello\n" } else { "mine\n" }.to_string(),
+                beside.then(|| "hello\n".to_string())
+            ),
+            "curl {flag}"
+        );
+        assert_eq!(outcome(abide(&["--no-state"])), expected, "{flag}");
+    }
+    let left: Vec<String> = files_in(&dir);
+    assert_eq!(left, ["report.csv", "report.csv.1"], "no temporary file left");
 }
 
 #[test]
