@@ -249,14 +249,16 @@ fn fetch(cli: &Cli) -> Kind {
     };
     if let (None, Some(task), Some(shared)) = (&refusal, plan.task.clone(), &shared) {
         // Kept before anything is sent, so that a crash and a rerun reuse it.
-        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
-        match shared.task_key(&task, &fresh, plan.task_ttl) {
-            Ok(key) => plan.set_idempotency_key(key),
-            Err(e) => {
-                refusal = Some(format!(
-                    "--task: the scope state cannot keep the idempotency key ({e})"
-                ));
-            }
+        let fresh = plan
+            .request
+            .idempotency_key()
+            .unwrap_or_default()
+            .to_string();
+        let kept = shared
+            .task_key(&task, &fresh, plan.task_ttl)
+            .map_err(|e| format!("--task: the scope state cannot keep the idempotency key ({e})"));
+        if let Err(why) = kept.and_then(|key| plan.set_idempotency_key(&key)) {
+            refusal = Some(why);
         }
     }
     if let Some(why) = refusal {
@@ -317,16 +319,16 @@ fn fetch(cli: &Cli) -> Kind {
             .parse::<ureq::http::Uri>()
             .ok()
             .and_then(|uri| uri.authority().map(|a| a.to_string()))
-            .unwrap_or_else(|| plan.context.scope.clone());
+            .unwrap_or_else(|| plan.context().scope.clone());
         let narrator = Narrator {
             host,
-            scope: plan.context.scope.clone(),
+            scope: plan.context().scope.clone(),
             policy: plan.policy.clone(),
             max_time: plan.max_time,
         };
         let progress = Progress::new(
             narrator,
-            plan.context.method.clone(),
+            plan.context().method.clone(),
             request_head(&plan),
             plan.output.is_some(),
             verbose,
@@ -450,7 +452,7 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
         Ok(store) => {
             let shared = Shared::new(
                 store,
-                plan.context.scope.clone(),
+                plan.context().scope.clone(),
                 plan::endpoint(&plan.request),
                 plan.scope_policy,
                 plan.max_concurrent,
@@ -475,7 +477,7 @@ fn finish(
     audit: &mut Option<Audit>,
     agent: bool,
 ) -> Kind {
-    let mut line = Line::new(&plan.context, &record);
+    let mut line = Line::new(&plan.context(), &record);
     if let Some(audit) = audit {
         audit.event(
             "outcome",
@@ -532,8 +534,8 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
     let json = line.to_json();
     let facts = Facts {
         status: line.status,
-        url: &plan.context.url,
-        method: &plan.context.method,
+        url: &plan.context().url,
+        method: &plan.context().method,
         headers: &record.headers,
         downloaded,
         uploaded,
@@ -559,9 +561,9 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             "request",
             json!({
                 "attempt": attempt,
-                "method": plan.context.method,
-                "url": plan.context.url,
-                "idempotency_key": plan.context.idempotency_key,
+                "method": plan.context().method,
+                "url": plan.context().url,
+                "idempotency_key": plan.context().idempotency_key,
             }),
         ),
         Event::Answered {
@@ -593,7 +595,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             json!({
                 "before_attempt": retry + 1,
                 "wait_ms": clock::ceil_ms(wait.duration),
-                "reason": crate::report::narrate::wait_reason(wait, &plan.policy, &plan.context.scope),
+                "reason": crate::report::narrate::wait_reason(wait, &plan.policy, &plan.context().scope),
             }),
         ),
         Event::Breaker(news) => audit.event(
@@ -667,9 +669,10 @@ fn request_head(plan: &Plan) -> String {
     let target = crate::redact::url(&target);
     let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
     for (name, value) in &plan.request.headers {
+        let value = String::from_utf8_lossy(value.as_bytes());
         // Masked where abide put it, however short: a credential header's
         // value (its scheme, "Bearer", may show).
-        let shown = if crate::redact::is_secret_name(name) {
+        let shown = if crate::redact::is_secret_name(name.as_str()) {
             match value.split_once(' ') {
                 Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => {
                     format!("{scheme} ***")
@@ -677,7 +680,7 @@ fn request_head(plan: &Plan) -> String {
                 _ => "***".to_string(),
             }
         } else {
-            plan.redactor.text(value)
+            plan.redactor.text(&value)
         };
         head.push_str(&format!("{name}: {shown}\n"));
     }

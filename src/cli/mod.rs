@@ -528,7 +528,8 @@ pub struct OutputArgs {
     /// One line per attempt and per wait on stderr: the answer or error, the
     /// server's delay, the wait chosen and why; and, as curl -v shows them,
     /// each request's head ("> GET /path HTTP/1.1", then abide's headers,
-    /// credentials masked; not the framing headers ureq adds) and each
+    /// names in lower case as they are sent, credentials masked; not the
+    /// framing headers ureq adds) and each
     /// answer's head ("< HTTP/1.1 200 OK", then its headers, as -i writes
     /// them).
     #[arg(short = 'v', long, env = "ABIDE_VERBOSE", value_parser = FalseyValueParser::new())]
@@ -610,8 +611,8 @@ pub struct Data {
 /// A `-H` header: `None` as the value removes a default header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
-    pub name: String,
-    pub value: Option<String>,
+    pub name: ureq::http::HeaderName,
+    pub value: Option<ureq::http::HeaderValue>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -671,24 +672,23 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// A `-H` value. Errors never quote the value, which may be a credential.
+/// A `-H` value, as the HTTP crate's own types (which check the name is a
+/// token). Errors never quote the value, which may be a credential.
 pub fn parse_header(text: &str) -> Result<Header, String> {
     let (name, value) = text
         .split_once(':')
         .ok_or_else(|| "a -H value has no colon; write it as \"Name: value\"".to_string())?;
-    let name = name.trim();
-    if name.is_empty() || !name.bytes().all(is_token_byte) {
-        return Err("a -H header name may hold only letters, digits and !#$%&'*+-.^_`|~".into());
-    }
+    let name = ureq::http::HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| "a -H header name may hold only letters, digits and !#$%&'*+-.^_`|~")?;
     let value = value.trim();
     let value = (!value.is_empty())
         .then(|| parse_header_value(value))
         .transpose()
-        .map_err(|e| format!("header {name}: {e}"))?;
-    Ok(Header {
-        name: name.to_string(),
-        value,
-    })
+        .map_err(|e| format!("header {name}: {e}"))?
+        .map(|value| ureq::http::HeaderValue::from_bytes(value.as_bytes()))
+        .transpose()
+        .map_err(|_| format!("header {name}: not a header value"))?;
+    Ok(Header { name, value })
 }
 
 pub(crate) fn parse_header_value(text: &str) -> Result<String, String> {
@@ -920,13 +920,9 @@ mod tests {
 
     #[test]
     fn headers() {
-        assert_eq!(
-            parse_header("X-A:  b c ").unwrap(),
-            Header {
-                name: "X-A".into(),
-                value: Some("b c".into())
-            }
-        );
+        let header = parse_header("X-A:  b c ").unwrap();
+        assert_eq!(header.name, "x-a");
+        assert_eq!(header.value.unwrap(), "b c");
         assert_eq!(parse_header("User-Agent:").unwrap().value, None);
         for bad in [
             "nocolon",

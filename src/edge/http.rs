@@ -38,8 +38,17 @@ pub enum Body {
 pub struct Request {
     pub method: String,
     pub url: String,
-    pub headers: Vec<(String, String)>,
+    /// Every value of a name is sent, as curl sends every -H.
+    pub headers: ureq::http::HeaderMap,
     pub body: Body,
+}
+
+impl Request {
+    /// The Idempotency-Key the request carries: what is sent decides.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        let value = self.headers.get("idempotency-key")?;
+        value.to_str().ok()
+    }
 }
 
 /// Connection settings that stay the same for the whole run.
@@ -328,15 +337,12 @@ fn redirected(mut request: Request, status: u16, url: String) -> Request {
     if to_get {
         request.method = "GET".into();
         request.body = Body::Empty;
-        request.headers.retain(|(name, _)| {
-            !name.eq_ignore_ascii_case("content-type")
-                && !name.eq_ignore_ascii_case("content-length")
-        });
+        request.headers.remove(ureq::http::header::CONTENT_TYPE);
+        request.headers.remove(ureq::http::header::CONTENT_LENGTH);
     }
     if origin(&request.url) != origin(&url) {
-        request.headers.retain(|(name, _)| {
-            !name.eq_ignore_ascii_case("authorization") && !name.eq_ignore_ascii_case("cookie")
-        });
+        request.headers.remove(ureq::http::header::AUTHORIZATION);
+        request.headers.remove(ureq::http::header::COOKIE);
     }
     request.url = url;
     request
@@ -363,7 +369,7 @@ fn send_one(
         .method(request.method.as_str())
         .uri(request.url.as_str());
     for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
+        builder = builder.header(name, value);
     }
     for (name, value) in resume.iter().flat_map(|from| from.headers()) {
         builder = builder.header(name, value);

@@ -13,6 +13,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine as _;
+use ureq::http::header::{
+    ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_TYPE, RANGE, REFERER, USER_AGENT,
+};
+use ureq::http::{HeaderMap, HeaderName, HeaderValue};
 
 pub use crate::cli::OutcomeTo;
 use crate::cli::{Cli, Header, KeyChoice};
@@ -64,7 +68,8 @@ pub struct Plan {
     /// `-w FORMAT`, written at the end.
     pub write_out: Option<crate::report::writeout::Format>,
     pub outcome_to: OutcomeTo,
-    pub context: Context,
+    /// What the run's limits, state and breakers apply to.
+    pub scope: String,
     pub redactor: Redactor,
     /// Where the scope state lives; `None` with `--no-state`.
     pub state: Option<Backend>,
@@ -85,15 +90,28 @@ pub struct Plan {
 
 impl Plan {
     /// Replaces the generated idempotency key with the one a task kept.
-    pub fn set_idempotency_key(&mut self, key: String) {
-        for (name, value) in &mut self.request.headers {
-            if name.eq_ignore_ascii_case("idempotency-key") {
-                *value = key.clone();
-            }
+    pub fn set_idempotency_key(&mut self, key: &str) -> Result<(), String> {
+        let value = HeaderValue::from_str(key)
+            .map_err(|_| "--task: the kept idempotency key is not a header value".to_string())?;
+        if self.request.headers.contains_key(IDEMPOTENCY_KEY) {
+            self.request.headers.insert(IDEMPOTENCY_KEY, value);
         }
-        self.context.idempotency_key = Some(key);
+        Ok(())
+    }
+
+    /// What the outcome line and the audit log say the run was; the key
+    /// is the one the request carries.
+    pub fn context(&self) -> Context {
+        Context {
+            method: self.request.method.clone(),
+            url: redact::url(&self.request.url),
+            scope: self.scope.clone(),
+            idempotency_key: self.request.idempotency_key().map(str::to_string),
+        }
     }
 }
+
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// Headers that differ between otherwise identical requests.
 const VOLATILE: [&str; 7] = [
@@ -121,14 +139,14 @@ fn field(hash: &mut sha2::Sha256, bytes: &[u8]) {
     hash.update(bytes);
 }
 
-/// The request's headers as the fingerprint sees them: names lower-cased,
-/// volatile ones left out, sorted.
-fn stable_headers(request: &Request) -> Vec<(String, &str)> {
-    let mut headers: Vec<(String, &str)> = request
+/// The request's headers as the fingerprint sees them: names lower-cased
+/// (as a header map keeps them), volatile ones left out, sorted.
+fn stable_headers(request: &Request) -> Vec<(&str, &[u8])> {
+    let mut headers: Vec<(&str, &[u8])> = request
         .headers
         .iter()
-        .map(|(n, v)| (n.to_ascii_lowercase(), v.as_str()))
-        .filter(|(n, _)| !VOLATILE.contains(&n.as_str()))
+        .map(|(n, v)| (n.as_str(), v.as_bytes()))
+        .filter(|(n, _)| !VOLATILE.contains(n))
         .collect();
     headers.sort();
     headers
@@ -142,8 +160,8 @@ fn credentials_tag(request: &Request) -> [u8; 2] {
     let mut hash = Sha256::new();
     field(&mut hash, request.url.as_bytes());
     for (name, value) in stable_headers(request) {
-        if redact::is_secret_name(&name) {
-            field(&mut hash, value.as_bytes());
+        if redact::is_secret_name(name) {
+            field(&mut hash, value);
         }
     }
     let digest = hash.finalize();
@@ -161,8 +179,8 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
     field(&mut hash, redact::url(&request.url).as_bytes());
     for (name, value) in stable_headers(request) {
         field(&mut hash, name.as_bytes());
-        if !redact::is_secret_name(&name) {
-            field(&mut hash, value.as_bytes());
+        if !redact::is_secret_name(name) {
+            field(&mut hash, value);
         }
     }
     hash.update(credentials_tag(request));
@@ -205,8 +223,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let out = output(cli, &target)?;
     let policy = policy(cli)?;
     // What is actually sent decides: a key removed with -H is no key.
-    let idempotency_key = header_of(&headers, "idempotency-key").map(str::to_string);
-    let replay = Replay::of(&method, cli.policy.idempotent || idempotency_key.is_some());
+    let keyed = headers.contains_key(IDEMPOTENCY_KEY);
+    let replay = Replay::of(&method, cli.policy.idempotent || keyed);
     let sc = &cli.scope;
     let scope = match &sc.scope {
         Some(name) if name.trim().is_empty() => return Err("--scope needs a name".into()),
@@ -227,15 +245,9 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let a = &cli.agent;
     // A range of the user's own, or a body held whole for --require, is
     // never continued.
-    let resumable =
-        method == "GET" && a.require.is_empty() && header_of(&headers, "range").is_none();
+    let resumable = method == "GET" && a.require.is_empty() && !headers.contains_key(RANGE);
     Ok(Plan {
-        context: Context {
-            method: method.clone(),
-            url: target.display(),
-            scope,
-            idempotency_key,
-        },
+        scope,
         request: Request {
             method,
             url: target.url,
@@ -281,13 +293,6 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     })
 }
 
-fn header_of<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
 /// The URL as sent: with -G's query, and -T's file name after a final /
 /// (or as the whole path), as curl builds it.
 fn url(cli: &Cli, payload: &Payload) -> String {
@@ -295,16 +300,16 @@ fn url(cli: &Cli, payload: &Payload) -> String {
     let (url, fragment) = typed.split_once('#').unwrap_or((typed, ""));
     let mut url = url.to_string();
     if let Some(name) = &payload.upload_name {
-        let path_start = url.find("://").map_or(0, |i| i + 3).min(url.len());
-        let path = url[path_start..]
-            .find('/')
-            .map(|i| path_start + i)
-            .unwrap_or(url.len());
-        let end = url.find('?').unwrap_or(url.len());
-        if path == url.len() || url[path..end].ends_with('/') || path >= end {
-            let encoded = percent_encoding::utf8_percent_encode(name, NOT_IN_A_SEGMENT);
-            let slash = if path >= end { "/" } else { "" };
-            url.insert_str(end, &format!("{slash}{encoded}"));
+        let authority = url.find("://").map_or(0, |i| i + 3);
+        let end = url.find('?').unwrap_or(url.len()).max(authority);
+        let path = url[authority..end].find('/').map(|i| authority + i);
+        let encoded = percent_encoding::utf8_percent_encode(name, NOT_IN_A_SEGMENT);
+        match path {
+            None => url.insert_str(end, &format!("/{encoded}")),
+            Some(path) if url[path..end].ends_with('/') => {
+                url.insert_str(end, &encoded.to_string())
+            }
+            Some(_) => {}
         }
     }
     if let Some(query) = &payload.query {
@@ -349,13 +354,20 @@ fn headers(
     target: &Target,
     payload: &Payload,
     redactor: &mut Redactor,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<HeaderMap, String> {
     let r = &cli.request;
-    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut headers = HeaderMap::new();
+    // Only abide's own values: checked by their flags, or built here.
+    let mut set = |name: HeaderName, value: &str| -> Result<(), String> {
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the {name} header cannot hold that value"))?;
+        headers.insert(name, value);
+        Ok(())
+    };
     let version = format!("abide/{}", env!("CARGO_PKG_VERSION"));
-    headers.push(("User-Agent".into(), r.user_agent.clone().unwrap_or(version)));
+    set(USER_AGENT, r.user_agent.as_deref().unwrap_or(&version))?;
     if let Some(content_type) = &payload.content_type {
-        headers.push(("Content-Type".into(), content_type.clone()));
+        set(CONTENT_TYPE, content_type)?;
     }
     // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
     // No Accept-Encoding: curl asks for compression only with --compressed.
@@ -364,15 +376,12 @@ fn headers(
     } else {
         "*/*"
     };
-    headers.push(("Accept".into(), accept.into()));
+    set(ACCEPT, accept)?;
     if r.compressed {
-        headers.push((
-            "Accept-Encoding".into(),
-            crate::edge::decode::ACCEPTED.into(),
-        ));
+        set(ACCEPT_ENCODING, crate::edge::decode::ACCEPTED)?;
     }
     if let Some(referer) = &r.referer {
-        headers.push(("Referer".into(), referer.clone()));
+        set(REFERER, referer)?;
     }
     if let Some(token) = &r.oauth2_bearer {
         if crate::cli::parse_header_value(token).is_err() {
@@ -381,7 +390,7 @@ fn headers(
             );
         }
         redactor.add(token);
-        headers.push(("Authorization".into(), format!("Bearer {token}")));
+        set(AUTHORIZATION, &format!("Bearer {token}"))?;
     }
     let credentials = r.user.as_ref().or(target.userinfo.as_ref());
     if let Some(credentials) = credentials {
@@ -393,34 +402,31 @@ fn headers(
         }
         let encoded =
             base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        headers.push(("Authorization".into(), format!("Basic {encoded}")));
+        set(AUTHORIZATION, &format!("Basic {encoded}"))?;
     }
+    let key_name = HeaderName::from_static(IDEMPOTENCY_KEY);
     match &cli.policy.idempotency_key {
-        Some(KeyChoice::Auto) => {
-            headers.push(("Idempotency-Key".into(), uuid::Uuid::new_v4().to_string()));
-        }
-        Some(KeyChoice::Given(key)) => headers.push(("Idempotency-Key".into(), key.clone())),
+        Some(KeyChoice::Auto) => set(key_name, &uuid::Uuid::new_v4().to_string())?,
+        Some(KeyChoice::Given(key)) => set(key_name, key)?,
         None => {}
     }
-    let given: Vec<Header> = r
-        .headers
-        .iter()
-        .map(|h| crate::cli::parse_header(h))
-        .collect::<Result<_, _>>()?;
-    let mut replaced: Vec<&str> = Vec::new();
-    for Header { name, value } in &given {
+    let mut replaced: Vec<HeaderName> = Vec::new();
+    for given in &r.headers {
+        let Header { name, value } = crate::cli::parse_header(given)?;
         // The first -H of a name replaces the default; any later one adds
         // to it, as curl sends every -H.
-        if !replaced.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-            replaced.push(name);
+        if !replaced.contains(&name) {
+            headers.remove(&name);
+            replaced.push(name.clone());
         }
         if let Some(value) = value {
-            headers.push((name.clone(), value.clone()));
+            headers.append(name, value);
         }
     }
     for (name, value) in &headers {
-        if redact::is_secret_name(name) {
+        if redact::is_secret_name(name.as_str())
+            && let Ok(value) = value.to_str()
+        {
             redactor.add(value);
             // "Bearer abc": the token alone may be echoed too.
             if let Some((_, token)) = value.split_once(' ') {
@@ -605,11 +611,7 @@ mod tests {
     }
 
     fn header<'a>(plan: &'a Plan, name: &str) -> Option<&'a str> {
-        plan.request
-            .headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        plan.request.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     #[test]
@@ -623,7 +625,7 @@ mod tests {
         let p = plan_of(&["example.com/x"]).unwrap();
         assert_eq!(p.request.method, "GET");
         assert_eq!(p.request.url, "http://example.com/x");
-        assert_eq!(p.context.scope, "http://example.com:80");
+        assert_eq!(p.context().scope, "http://example.com:80");
         assert_eq!(
             header(&p, "user-agent"),
             Some(concat!("abide/", env!("CARGO_PKG_VERSION")))
@@ -697,12 +699,12 @@ mod tests {
     #[test]
     fn idempotency_makes_a_write_repeatable() {
         let p = plan_of(&["-X", "POST", "--idempotency-key", "auto", "h"]).unwrap();
-        let key = p.context.idempotency_key.clone().unwrap();
+        let key = p.context().idempotency_key.clone().unwrap();
         assert_eq!(key.len(), 36);
         assert_eq!(header(&p, "idempotency-key"), Some(key.as_str()));
         assert_eq!(p.replay, Replay::Safe);
         let p = plan_of(&["-X", "POST", "-H", "Idempotency-Key: k1", "h"]).unwrap();
-        assert_eq!(p.context.idempotency_key.as_deref(), Some("k1"));
+        assert_eq!(p.context().idempotency_key.as_deref(), Some("k1"));
         assert_eq!(p.replay, Replay::Safe);
         // A key removed with -H is no key: the write is not repeatable.
         let p = plan_of(&[
@@ -715,11 +717,11 @@ mod tests {
             "h",
         ])
         .unwrap();
-        assert_eq!(p.context.idempotency_key, None);
+        assert_eq!(p.context().idempotency_key, None);
         assert_eq!(p.replay, Replay::Unsafe);
         let p = plan_of(&["-X", "POST", "--idempotent", "h"]).unwrap();
         assert_eq!(p.replay, Replay::Safe);
-        assert_eq!(p.context.idempotency_key, None);
+        assert_eq!(p.context().idempotency_key, None);
     }
 
     #[test]
@@ -739,10 +741,10 @@ mod tests {
             assert_eq!(p.redactor.text(secret), "***", "{secret}");
         }
         // Masked where abide wrote them, whatever their length.
-        assert_eq!(p.context.url, "http://h/?token=***&q=1;sig=***");
+        assert_eq!(p.context().url, "http://h/?token=***&q=1;sig=***");
         let p = plan_of(&["http://ann:pw@h/"]).unwrap();
         assert_eq!(header(&p, "authorization"), Some("Basic YW5uOnB3"));
-        assert_eq!(p.context.url, "http://h/");
+        assert_eq!(p.context().url, "http://h/");
         // A short secret garbles no other text: the URL of `-H 'X-Api-Key: 1'`.
         let p = plan_of(&[
             "-H",
@@ -752,7 +754,7 @@ mod tests {
             "127.0.0.1:8080/1",
         ])
         .unwrap();
-        assert_eq!(p.context.url, "http://127.0.0.1:8080/1");
+        assert_eq!(p.context().url, "http://127.0.0.1:8080/1");
         assert_eq!(
             p.redactor.text(r#"{"user":"admin"}"#),
             r#"{"user":"admin"}"#
@@ -813,7 +815,9 @@ mod tests {
         let with_password = |password: &str| {
             let mut request = base.clone();
             let header = format!("Bearer {password}");
-            request.headers.push(("Authorization".into(), header));
+            request
+                .headers
+                .insert(AUTHORIZATION, HeaderValue::from_str(&header).unwrap());
             request
         };
         let stored = with_password("hunter2");
@@ -825,6 +829,55 @@ mod tests {
         let collides =
             fingerprint(&stored).unwrap() == fingerprint(&with_password(&wrong)).unwrap();
         assert!(collides, "a password could be confirmed by its fingerprint");
+    }
+
+    #[test]
+    fn curl_bodies_urls_and_headers() {
+        let p = plan_of(&["-G", "-d", "a=1", "--data-urlencode", "b=c d", "h/s?z=0#f"]).unwrap();
+        assert_eq!(
+            (p.request.method.as_str(), &p.request.body),
+            ("GET", &Body::Empty)
+        );
+        assert_eq!(p.request.url, "http://h/s?z=0&a=1&b=c+d");
+        assert_eq!(header(&p, "content-type"), None);
+        let dir = std::env::temp_dir().join(format!("abide-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a b.txt");
+        std::fs::write(&file, "x\r\n").unwrap();
+        let file = file.to_str().unwrap();
+        for (url, sent) in [
+            ("h", "http://h/a%20b.txt"),
+            ("h/up/", "http://h/up/a%20b.txt"),
+            ("h/up/?q=1", "http://h/up/a%20b.txt?q=1"),
+            ("h?q=/x", "http://h/a%20b.txt?q=/x"),
+            ("h/named", "http://h/named"),
+        ] {
+            let p = plan_of(&["-T", file, url]).unwrap();
+            assert_eq!(
+                (p.request.method.as_str(), p.request.url.as_str()),
+                ("PUT", sent)
+            );
+        }
+        let text = format!("@{file}");
+        let p = plan_of(&["-d", &text, "--data-binary", &text, "h"]).unwrap();
+        assert_eq!(p.request.body, Body::Bytes(b"x&x\r\n".to_vec()));
+        // Every -H of a name is sent; the first replaces a default.
+        let p = plan_of(&["-H", "Accept: a", "-H", "accept: b", "-H", "X-A: 1", "h"]).unwrap();
+        let accept: Vec<_> = p.request.headers.get_all("accept").iter().collect();
+        assert_eq!(accept, ["a", "b"]);
+        let p = plan_of(&["-O", "--output-dir", "d", "h/f/r.csv?x=1"]).unwrap();
+        assert_eq!(p.output, Some(PathBuf::from("d/r.csv")));
+        assert_eq!(
+            plan_of(&["-OJ", "h/f"]).unwrap().header_name,
+            Some(Clobber::Refuse)
+        );
+        let p = plan_of(&["-OJ", "--no-clobber", "h/f"]).unwrap();
+        assert_eq!(p.header_name, Some(Clobber::Number));
+        assert_eq!(p.file_options.clobber, Clobber::Number);
+        let p = plan_of(&[
+            "-s", "-s", "-f", "-f", "--url", "h/u", "-X", "PUT", "-X", "POST",
+        ]);
+        assert_eq!(p.unwrap().request.method, "POST", "the last -X");
     }
 
     #[test]
@@ -859,6 +912,16 @@ mod tests {
             &["--state", "redis://h", "--no-state", "h"],
             &["--state", "redis://h:6379/not-a-db", "h"],
             &["-m", "0", "h"],
+            &["-I", "-d", "a=1", "h"],
+            &["-O", "h/"],
+            &["-O", "h"],
+            &["-J", "h/x"],
+            &["-F", "novalue", "h"],
+            &["-F", "a=1", "-d", "b=2", "h"],
+            &["-T", "/nonexistent/file", "h"],
+            &["-G", "-d", "@/nonexistent/file", "h"],
+            &["--url", "h", "h"],
+            &["-K", "/nonexistent/curlrc", "h"],
             &[],
         ] {
             assert!(plan_of(args).is_err(), "{args:?}");
