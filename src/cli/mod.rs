@@ -58,6 +58,7 @@ pub struct Cli {
     /// (`url = "…"`, `header = "Name: value"`, `--silent`, `-x URL`; `#`
     /// starts a comment); they take the place of the -K. ~/.curlrc is
     /// never read unasked.
+    // Never set once parsed: `config::expand` replaces every -K first.
     #[arg(short = 'K', long = "config", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -108,7 +109,8 @@ pub struct RequestArgs {
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
     pub method: Option<String>,
 
-    /// Add a header, "Name: value" (repeatable). "Name:" removes a default header
+    /// Add a header, "Name: value" (repeatable; several of one name are all
+    /// sent). "Name:" removes a default header
     /// (User-Agent, Accept, Content-Type). Control characters are refused.
     /// (Checked by `plan`, not by clap: clap would quote a refused value,
     /// and a malformed header is often a credential.)
@@ -349,7 +351,7 @@ pub struct ScopeArgs {
     /// Share scope state through Redis instead of local files, so that many
     /// machines share one gate, pace, limit and breaker:
     /// redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS.
-    /// (Checked by a parser that never quotes the URL: it may hold a password.)
+    // Checked by a parser that never quotes the URL: it may hold a password.
     #[arg(long, value_name = "URL", env = "ABIDE_STATE", value_parser = values::StateParser)]
     pub state: Option<StateTarget>,
 
@@ -516,7 +518,8 @@ pub struct OutputArgs {
     pub silent: bool,
 
     /// curl's -f, accepted so that curl lines port (-fsS, -fsSL): abide
-    /// never writes the body of a 4xx or 5xx answer to stdout or -o anyway.
+    /// never writes the body of a 4xx or 5xx answer to stdout or -o anyway
+    /// (but with --fail-with-body).
     #[arg(short = 'f', long = "fail")]
     pub fail: bool,
 
