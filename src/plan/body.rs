@@ -52,65 +52,73 @@ pub fn resolve(cli: &Cli, stdin: &mut dyn Read) -> Result<Payload, String> {
         spool: None,
     };
     if let Some(file) = &r.upload_file {
-        if file.as_os_str() != "-" {
-            payload.upload_name = file.file_name().map(|n| n.to_string_lossy().into_owned());
-            if let Some(body) = streamed(file)? {
-                payload.body = body;
-                return Ok(payload);
-            }
+        upload(file, &mut input, &mut payload)?;
+    } else if !r.form.is_empty() {
+        form(&r.form, &mut input, &mut payload)?;
+    } else if let Some(json) = &r.json {
+        let json = Data {
+            kind: DataKind::Binary,
+            value: json.clone(),
+        };
+        data(&[json], r.get, "application/json", &mut input, &mut payload)?;
+    } else if !r.data_parts.is_empty() {
+        data(&r.data_parts, r.get, FORM, &mut input, &mut payload)?;
+    }
+    Ok(payload)
+}
+
+/// `-T FILE`: the file, streamed; `-T -`: stdin, read once.
+fn upload(file: &Path, input: &mut Input, payload: &mut Payload) -> Result<(), String> {
+    if file.as_os_str() != "-" {
+        payload.upload_name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        if let Some(body) = streamed(file)? {
+            payload.body = body;
+            return Ok(());
         }
-        let mut spool = input.spool(SPOOL_MEMORY);
-        input
-            .add(&mut spool, &file.to_string_lossy(), &mut Verbatim)
-            .map_err(|e| format!("cannot read -T {}: {e}", file.display()))?;
-        (payload.body, payload.spool) = spool.finish();
-        return Ok(payload);
     }
-    if !r.form.is_empty() {
-        let boundary = format!("{}{:016x}", "-".repeat(24), rand::random::<u64>());
-        let mut spool = input.spool(SPOOL_MEMORY);
-        for text in &r.form {
-            let part = FormPart::parse(text)?;
-            part.write(&boundary, &mut spool, &mut input)?;
+    let mut spool = input.spool(SPOOL_MEMORY);
+    input
+        .add(&mut spool, &file.to_string_lossy(), &mut Verbatim)
+        .map_err(|e| format!("cannot read -T {}: {e}", file.display()))?;
+    (payload.body, payload.spool) = spool.finish();
+    Ok(())
+}
+
+/// `-F`: a multipart/form-data body, its boundary shaped as curl's.
+fn form(values: &[String], input: &mut Input, payload: &mut Payload) -> Result<(), String> {
+    let boundary = format!("{}{:016x}", "-".repeat(24), rand::random::<u64>());
+    let mut spool = input.spool(SPOOL_MEMORY);
+    for text in values {
+        FormPart::parse(text)?.write(&boundary, &mut spool, input)?;
+    }
+    spool
+        .add(&mut format!("--{boundary}--\r\n").as_bytes(), &mut Verbatim)
+        .map_err(|e| e.to_string())?;
+    (payload.body, payload.spool) = spool.finish();
+    payload.content_type = Some(format!("multipart/form-data; boundary={boundary}"));
+    Ok(())
+}
+
+/// --data* and --json values joined with `&`: the body, or with -G the query.
+fn data(
+    parts: &[Data],
+    get: bool,
+    content_type: &str,
+    input: &mut Input,
+    payload: &mut Payload,
+) -> Result<(), String> {
+    if !get {
+        payload.content_type = Some(content_type.into());
+        if let [single] = parts
+            && single.kind == DataKind::Binary
+            && let Some(path) = single.value.strip_prefix('@').filter(|p| *p != "-")
+            && let Some(body) = streamed(Path::new(path))?
+        {
+            payload.body = body;
+            return Ok(());
         }
-        spool
-            .add(&mut format!("--{boundary}--\r\n").as_bytes(), &mut Verbatim)
-            .map_err(|e| e.to_string())?;
-        (payload.body, payload.spool) = spool.finish();
-        payload.content_type = Some(format!("multipart/form-data; boundary={boundary}"));
-        return Ok(payload);
     }
-    let json = r.json.as_ref().map(|value| Data {
-        kind: DataKind::Binary,
-        value: value.clone(),
-    });
-    let parts = match &json {
-        Some(json) => std::slice::from_ref(json),
-        None => r.data_parts.as_slice(),
-    };
-    if parts.is_empty() {
-        return Ok(payload);
-    }
-    if !r.get {
-        payload.content_type = Some(
-            if json.is_some() {
-                "application/json"
-            } else {
-                FORM
-            }
-            .into(),
-        );
-    }
-    if let [single] = parts
-        && !r.get
-        && single.kind == DataKind::Binary
-        && let Some(path) = single.value.strip_prefix('@').filter(|p| *p != "-")
-        && let Some(body) = streamed(Path::new(path))?
-    {
-        payload.body = body;
-        return Ok(payload);
-    }
-    let mut spool = input.spool(if r.get { QUERY_MAX } else { SPOOL_MEMORY });
+    let mut spool = input.spool(if get { QUERY_MAX } else { SPOOL_MEMORY });
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
             spool
@@ -119,15 +127,15 @@ pub fn resolve(cli: &Cli, stdin: &mut dyn Read) -> Result<Payload, String> {
         }
         input.data(&mut spool, part)?;
     }
-    if r.get {
-        let Body::Bytes(query) = spool.finish().0 else {
-            return Err("-G puts the data in the URL, and it is longer than 64 KiB".into());
-        };
-        payload.query = Some(String::from_utf8_lossy(&query).into_owned());
-        return Ok(payload);
+    let (body, spooled) = spool.finish();
+    match body {
+        Body::Bytes(query) if get => {
+            payload.query = Some(String::from_utf8_lossy(&query).into_owned());
+        }
+        _ if get => return Err("-G puts the data in the URL, and it is longer than 64 KiB".into()),
+        body => (payload.body, payload.spool) = (body, spooled),
     }
-    (payload.body, payload.spool) = spool.finish();
-    Ok(payload)
+    Ok(())
 }
 
 /// A regular file or a device (`/dev/zero`), read anew by each attempt.

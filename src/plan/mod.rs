@@ -423,7 +423,14 @@ fn headers(
             headers.append(name, value);
         }
     }
-    for (name, value) in &headers {
+    learn_secrets(&headers, &target.url, redactor);
+    Ok(headers)
+}
+
+/// Makes the secret-looking header values and query values known to the
+/// redactor.
+fn learn_secrets(headers: &HeaderMap, url: &str, redactor: &mut Redactor) {
+    for (name, value) in headers {
         if redact::is_secret_name(name.as_str())
             && let Ok(value) = value.to_str()
         {
@@ -434,7 +441,7 @@ fn headers(
             }
         }
     }
-    if let Some((_, query)) = target.url.split_once('?') {
+    if let Some((_, query)) = url.split_once('?') {
         for (name, value) in query
             .split(['&', ';'])
             .filter_map(|pair| pair.split_once('='))
@@ -444,7 +451,6 @@ fn headers(
             }
         }
     }
-    Ok(headers)
 }
 
 /// Where the body, the heads, -w and the outcome line go.

@@ -293,6 +293,21 @@ const CASES: &[&[&str]] = &[
         "--data-raw",
         "{\"q\":1}",
     ],
+    &[
+        "{url}/firefox",
+        "-X",
+        "POST",
+        "-H",
+        "Accept: application/json, text/plain, */*",
+        "-H",
+        "Accept-Language: en-US,en;q=0.5",
+        "-H",
+        "Content-Type: application/json",
+        "-H",
+        "Connection: keep-alive",
+        "--data-raw",
+        "{\"q\":2}",
+    ],
 ];
 
 #[test]
@@ -558,6 +573,50 @@ fn a_name_from_the_server_replaces_no_file_without_clobber() {
         left,
         ["report.csv", "report.csv.1"],
         "no temporary file left"
+    );
+}
+
+#[test]
+fn fail_with_body_writes_only_the_final_answers_body() {
+    let answers = Arc::new(Mutex::new(0));
+    let server = raw(move |mut stream| {
+        read_head(&stream);
+        let n = {
+            let mut n = answers.lock().unwrap();
+            *n += 1;
+            *n
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 503 Service Unavailable\r\nretry-after: 0\r\n\
+             content-length: 7\r\nconnection: close\r\n\r\nbusy {n}\n"
+        );
+    });
+    let dir = temp_dir("curl-fail-with-body");
+    let out = dir.join("out.txt");
+    std::fs::write(&out, "old\n").unwrap();
+    let url = format!("{}/x", server.url());
+    let common = ["--no-state", "--floor", "10ms", "--attempts", "2"];
+    let run = run(&[&common[..], &["--fail-with-body", &url]].concat());
+    assert_eq!(server.accepted(), 2, "the first 503 was retried");
+    assert_eq!(
+        run.stdout_text(),
+        "busy 2\n",
+        "the final answer's body alone"
+    );
+    assert_eq!(run.outcome()["ok"], false, "the run still failed");
+    let file = out.to_str().unwrap();
+    let run = super::util::run(&[&common[..], &["--fail-with-body", "-o", file, &url]].concat());
+    assert_eq!(run.stdout_text(), "");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "busy 4\n");
+    // Without it, -o keeps the old file, and stdout gets nothing.
+    std::fs::write(&out, "old\n").unwrap();
+    let run = super::util::run(&[&common[..], &["-o", file, &url]].concat());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    assert_eq!(files_in(&dir), ["out.txt"], "no temporary file left");
+    assert_eq!(
+        run.code,
+        super::util::run(&[&common[..], &["--fail-with-body", &url]].concat()).code
     );
 }
 
