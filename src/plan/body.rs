@@ -339,8 +339,9 @@ impl FormPart {
             (None, _) => None,
         };
         let guessed = filename.as_deref().and_then(content_type_of);
+        // stdin (`@-`) is no file to curl: its type only from a filename.
         let content_type = match &self.content {
-            FormContent::File(path) => self.content_type.clone().or_else(|| {
+            FormContent::File(path) if path != "-" => self.content_type.clone().or_else(|| {
                 let by_path = guessed.or_else(|| content_type_of(path));
                 Some(by_path.unwrap_or("application/octet-stream").to_string())
             }),

@@ -263,6 +263,13 @@ const CASES: &[&[&str]] = &[
         "PUT",
         "{url}/form-quoted",
     ],
+    &[
+        "-F",
+        "f=@-",
+        "-F",
+        "a\"b=@{dir}/lines.txt;filename=x\"y.txt",
+        "{url}/form-stdin",
+    ],
     &["-T", "{dir}/lines.txt", "{url}/dir/"],
     &["-T", "{dir}/lines.txt", "{url}/named.txt"],
     &["-T", "-", "{url}/upload-stdin"],
