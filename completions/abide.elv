@@ -36,7 +36,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand --form 'A multipart/form-data part, as curl''s -F (repeatable, in order): NAME=VALUE, NAME=@FILE (a file upload, its name as filename, a type from its extension as curl guesses it), NAME=<FILE (the file''s text as the value), each with ;type=TYPE and ;filename=NAME; a value may be quoted ("a;b"). Sets POST'
             cand -T 'PUT the bytes of FILE ("-" is stdin, read once), as curl''s -T; a URL without a path, or ending in /, gets the file''s name appended'
             cand --upload-file 'PUT the bytes of FILE ("-" is stdin, read once), as curl''s -T; a URL without a path, or ending in /, gets the file''s name appended'
-            cand --json 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json'
+            cand --json 'JSON body (@FILE and @- allowed, kept byte for byte; repeated values are joined as they are, as curl joins them); sets POST, Content-Type and Accept to application/json'
             cand -u 'Basic authentication, USER:PASSWORD'
             cand --user 'Basic authentication, USER:PASSWORD'
             cand -A 'User-Agent header [default: abide/VERSION]'

@@ -41,7 +41,7 @@ complete -c abide -n "__fish_abide_needs_command" -l data-binary -d 'Body as raw
 complete -c abide -n "__fish_abide_needs_command" -l data-urlencode -d 'As --data, URL-encoded as curl does: CONTENT, =CONTENT (both encoded whole), NAME=CONTENT (CONTENT encoded), @FILE, NAME@FILE (the file\'s bytes encoded; @- is stdin)' -r
 complete -c abide -n "__fish_abide_needs_command" -s F -l form -d 'A multipart/form-data part, as curl\'s -F (repeatable, in order): NAME=VALUE, NAME=@FILE (a file upload, its name as filename, a type from its extension as curl guesses it), NAME=<FILE (the file\'s text as the value), each with ;type=TYPE and ;filename=NAME; a value may be quoted ("a;b"). Sets POST' -r
 complete -c abide -n "__fish_abide_needs_command" -s T -l upload-file -d 'PUT the bytes of FILE ("-" is stdin, read once), as curl\'s -T; a URL without a path, or ending in /, gets the file\'s name appended' -r -F
-complete -c abide -n "__fish_abide_needs_command" -l json -d 'JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to application/json' -r
+complete -c abide -n "__fish_abide_needs_command" -l json -d 'JSON body (@FILE and @- allowed, kept byte for byte; repeated values are joined as they are, as curl joins them); sets POST, Content-Type and Accept to application/json' -r
 complete -c abide -n "__fish_abide_needs_command" -s u -l user -d 'Basic authentication, USER:PASSWORD' -r
 complete -c abide -n "__fish_abide_needs_command" -s A -l user-agent -d 'User-Agent header [default: abide/VERSION]' -r
 complete -c abide -n "__fish_abide_needs_command" -s e -l referer -d 'Referer header, as curl\'s -e' -r

@@ -106,7 +106,7 @@ impl Server {
             (cli.request.method.is_some(), "-X/--request"),
             (!cli.request.data.is_empty(), "-d/--data"),
             (!cli.request.data_binary.is_empty(), "--data-binary"),
-            (cli.request.json.is_some(), "--json"),
+            (!cli.request.json.is_empty(), "--json"),
             (cli.output.output.is_some(), "-o/--output"),
             (cli.policy.idempotency_key.is_some(), "--idempotency-key"),
             (cli.agent.task.is_some(), "--task"),

@@ -166,11 +166,12 @@ pub struct RequestArgs {
     #[arg(skip)]
     pub data_parts: Vec<Data>,
 
-    /// JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to
-    /// application/json.
+    /// JSON body (@FILE and @- allowed, kept byte for byte; repeated values
+    /// are joined as they are, as curl joins them); sets POST, Content-Type
+    /// and Accept to application/json.
     #[arg(long = "json", value_name = "DATA",
           conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode"])]
-    pub json: Option<String>,
+    pub json: Vec<String>,
 
     /// Follow redirects (at most 10), as curl does: 307 and 308 re-send the method
     /// and body; 303, and 301 or 302 after a POST, become a GET without a body;

@@ -55,14 +55,26 @@ pub fn resolve(cli: &Cli, stdin: &mut dyn Read) -> Result<Payload, String> {
         upload(file, &mut input, &mut payload)?;
     } else if !r.form.is_empty() {
         form(&r.form, &mut input, &mut payload)?;
-    } else if let Some(json) = &r.json {
-        let json = Data {
-            kind: DataKind::Binary,
-            value: json.clone(),
+    } else if !r.json.is_empty() {
+        let json: Vec<Data> = r
+            .json
+            .iter()
+            .map(|value| Data {
+                kind: DataKind::Binary,
+                value: value.clone(),
+            })
+            .collect();
+        let how = Joined {
+            with: "",
+            content_type: "application/json",
         };
-        data(&[json], r.get, "application/json", &mut input, &mut payload)?;
+        data(&json, r.get, how, &mut input, &mut payload)?;
     } else if !r.data_parts.is_empty() {
-        data(&r.data_parts, r.get, FORM, &mut input, &mut payload)?;
+        let how = Joined {
+            with: "&",
+            content_type: FORM,
+        };
+        data(&r.data_parts, r.get, how, &mut input, &mut payload)?;
     }
     Ok(payload)
 }
@@ -99,16 +111,23 @@ fn form(values: &[String], input: &mut Input, payload: &mut Payload) -> Result<(
     Ok(())
 }
 
-/// --data* and --json values joined with `&`: the body, or with -G the query.
+/// How values of --data* or of --json make one body.
+struct Joined {
+    /// Between two values: `&` for --data*, nothing for --json.
+    with: &'static str,
+    content_type: &'static str,
+}
+
+/// --data* or --json values, joined: the body, or with -G the query.
 fn data(
     parts: &[Data],
     get: bool,
-    content_type: &str,
+    how: Joined,
     input: &mut Input,
     payload: &mut Payload,
 ) -> Result<(), String> {
     if !get {
-        payload.content_type = Some(content_type.into());
+        payload.content_type = Some(how.content_type.into());
         if let [single] = parts
             && single.kind == DataKind::Binary
             && let Some(path) = single.value.strip_prefix('@').filter(|p| *p != "-")
@@ -122,7 +141,7 @@ fn data(
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
             spool
-                .add(&mut &b"&"[..], &mut Verbatim)
+                .add(&mut how.with.as_bytes(), &mut Verbatim)
                 .map_err(|e| e.to_string())?;
         }
         input.data(&mut spool, part)?;

@@ -371,7 +371,7 @@ fn headers(
     }
     // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
     // No Accept-Encoding: curl asks for compression only with --compressed.
-    let accept = if r.json.is_some() {
+    let accept = if !r.json.is_empty() {
         "application/json"
     } else {
         "*/*"

@@ -189,6 +189,13 @@ const CASES: &[&[&str]] = &[
     &["-u", "alice:s3cret", "{url}/basic"],
     &["-A", "agent/1", "{url}/agent"],
     &["--json", "{\"a\":1}", "{url}/json"],
+    &[
+        "--json",
+        "{\"a\":",
+        "--json",
+        "@{dir}/a.json",
+        "{url}/json-joined",
+    ],
     &["-L", "{url}/follow"],
     &[
         "-H",
