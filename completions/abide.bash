@@ -47,7 +47,7 @@ _abide() {
 
     case "${cmd}" in
         abide)
-            opts="-K -X -H -d -G -F -T -L -u -A -e -x -k -m -o -O -J -C -N -i -D -w -I -s -f -S -v -h -V --url --config --generate --request --header --data --data-ascii --data-raw --data-binary --data-urlencode --get --form --upload-file --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --output --remote-name --remote-header-name --output-dir --create-dirs --clobber --no-clobber --fail-with-body --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --help --version lab demo mcp help"
+            opts="-K -X -H -d -G -F -T -L -u -A -e -x -k -m -o -O -J -C -N -i -D -w -I -s -f -S -v -h -V --url --config --generate --request --header --data --data-ascii --data-raw --data-binary --data-urlencode --get --form --form-string --upload-file --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --output --remote-name-all --remote-name --remote-header-name --output-dir --create-dirs --clobber --no-clobber --fail-with-body --remove-on-error --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --help --version lab demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -114,6 +114,10 @@ _abide() {
                     return 0
                     ;;
                 -F)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --form-string)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

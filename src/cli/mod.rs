@@ -156,10 +156,21 @@ pub struct RequestArgs {
           conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode", "json"])]
     pub form: Vec<String>,
 
+    /// As -F NAME=VALUE, the VALUE taken literally: a leading @ or <, and
+    /// ;type=, mean nothing (curl's --form-string).
+    #[arg(long = "form-string", value_name = "NAME=VALUE",
+          conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode", "json", "get"])]
+    pub form_string: Vec<String>,
+
+    /// Every -F and --form-string value in the order given (set by
+    /// `parse_from`); `true` for a --form-string.
+    #[arg(skip)]
+    pub form_parts: Vec<(bool, String)>,
+
     /// PUT the bytes of FILE ("-" is stdin, read once), as curl's -T; a URL
     /// without a path, or ending in /, gets the file's name appended.
     #[arg(short = 'T', long = "upload-file", value_name = "FILE",
-          conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode", "json", "form"])]
+          conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode", "json", "form", "form_string"])]
     pub upload_file: Option<PathBuf>,
 
     /// Every --data, --data-* value in the order given (set by `parse_from`).
@@ -401,8 +412,13 @@ pub struct OutputArgs {
 
     /// Write the body to a file named as the URL's last path segment (query
     /// left out), in the current directory or --output-dir, as curl's -O;
-    /// written as -o writes.
-    #[arg(short = 'O', long = "remote-name", conflicts_with = "output")]
+    /// written as -o writes. --remote-name-all is the same, abide taking one URL.
+    #[arg(
+        short = 'O',
+        long = "remote-name",
+        visible_alias = "remote-name-all",
+        conflicts_with = "output"
+    )]
     pub remote_name: bool,
 
     /// With -O: name the file as the final answer's Content-Disposition
@@ -437,6 +453,12 @@ pub struct OutputArgs {
     /// never written.
     #[arg(long = "fail-with-body", conflicts_with = "agent")]
     pub fail_with_body: bool,
+
+    /// Accepted, as curl's --remove-on-error: a failed run never leaves a
+    /// partial -o file anyway; where curl removes the file, abide leaves
+    /// the one that was there as it was.
+    #[arg(long = "remove-on-error")]
+    pub remove_on_error: bool,
 
     /// Only "-": continue an existing -o FILE, asking only for the bytes
     /// after its end (Range), as curl's -C -. The file must be the start of
@@ -778,33 +800,42 @@ where
         ));
     }
     let mut cli = Cli::from_arg_matches(&matches)?;
-    cli.request.data_parts = data_in_order(&matches);
-    cli.policy.budget_given = matches.value_source("budget") == Some(ValueSource::CommandLine);
-    Ok(cli)
-}
-
-/// Every --data, --data-* value, in the order of the command line.
-fn data_in_order(matches: &clap::ArgMatches) -> Vec<Data> {
-    let kinds = [
+    let data = [
         ("data", DataKind::Text),
         ("data_ascii", DataKind::Text),
         ("data_raw", DataKind::Raw),
         ("data_binary", DataKind::Binary),
         ("data_urlencode", DataKind::UrlEncode),
     ];
-    let mut parts: Vec<(usize, Data)> = Vec::new();
-    for (id, kind) in kinds {
-        if let (Some(indices), Some(values)) =
+    cli.request.data_parts = in_order(&matches, &data)
+        .into_iter()
+        .map(|(kind, value)| Data { kind, value })
+        .collect();
+    cli.request.form_parts = in_order(&matches, &[("form", false), ("form_string", true)]);
+    cli.policy.budget_given = matches.value_source("budget") == Some(ValueSource::CommandLine);
+    Ok(cli)
+}
+
+/// The values of the flags `ids` name, each with its flag's tag, in the
+/// order of the command line: curl joins --data* values, and -F parts, so.
+fn in_order<K: Copy>(matches: &clap::ArgMatches, ids: &[(&str, K)]) -> Vec<(K, String)> {
+    let mut values: Vec<(usize, K, String)> = Vec::new();
+    for &(id, kind) in ids {
+        if let (Some(indices), Some(given)) =
             (matches.indices_of(id), matches.get_many::<String>(id))
         {
-            parts.extend(indices.zip(values).map(|(i, value)| {
-                let value = value.clone();
-                (i, Data { kind, value })
-            }));
+            values.extend(
+                indices
+                    .zip(given)
+                    .map(|(i, value)| (i, kind, value.clone())),
+            );
         }
     }
-    parts.sort_by_key(|(i, _)| *i);
-    parts.into_iter().map(|(_, data)| data).collect()
+    values.sort_by_key(|(i, _, _)| *i);
+    values
+        .into_iter()
+        .map(|(_, kind, value)| (kind, value))
+        .collect()
 }
 
 /// The command with its generated long help; `--help`, completions and the

@@ -53,8 +53,8 @@ pub fn resolve(cli: &Cli, stdin: &mut dyn Read) -> Result<Payload, String> {
     };
     if let Some(file) = &r.upload_file {
         upload(file, &mut input, &mut payload)?;
-    } else if !r.form.is_empty() {
-        form(&r.form, &mut input, &mut payload)?;
+    } else if !r.form_parts.is_empty() {
+        form(&r.form_parts, &mut input, &mut payload)?;
     } else if !r.json.is_empty() {
         let json: Vec<Data> = r
             .json
@@ -96,12 +96,13 @@ fn upload(file: &Path, input: &mut Input, payload: &mut Payload) -> Result<(), S
     Ok(())
 }
 
-/// `-F`: a multipart/form-data body, its boundary shaped as curl's.
-fn form(values: &[String], input: &mut Input, payload: &mut Payload) -> Result<(), String> {
+/// `-F` and `--form-string` (`true`): a multipart/form-data body, its
+/// boundary shaped as curl's.
+fn form(values: &[(bool, String)], input: &mut Input, payload: &mut Payload) -> Result<(), String> {
     let boundary = format!("{}{:016x}", "-".repeat(24), rand::random::<u64>());
     let mut spool = input.spool(SPOOL_MEMORY);
-    for text in values {
-        FormPart::parse(text)?.write(&boundary, &mut spool, input)?;
+    for (literal, text) in values {
+        FormPart::parse(text, *literal)?.write(&boundary, &mut spool, input)?;
     }
     spool
         .add(&mut format!("--{boundary}--\r\n").as_bytes(), &mut Verbatim)
@@ -315,10 +316,19 @@ enum FormContent {
 }
 
 impl FormPart {
-    fn parse(text: &str) -> Result<FormPart, String> {
+    /// A `-F` value, or (`literal`) a `--form-string` one.
+    fn parse(text: &str, literal: bool) -> Result<FormPart, String> {
         let (name, content) = text
             .split_once('=')
             .ok_or("a -F value has no =; write it as NAME=VALUE, NAME=@FILE or NAME=<FILE")?;
+        if literal {
+            return Ok(FormPart {
+                name: name.to_string(),
+                content: FormContent::Text(content.to_string()),
+                filename: None,
+                content_type: None,
+            });
+        }
         let (kind, content): (fn(String) -> FormContent, &str) = match content.as_bytes().first() {
             Some(b'@') => (FormContent::File, &content[1..]),
             Some(b'<') => (FormContent::FileText, &content[1..]),
@@ -546,18 +556,21 @@ mod tests {
 
     #[test]
     fn form_values() {
-        let part = FormPart::parse("f=@dir/a.json;type=application/json;filename=z.json").unwrap();
+        let part =
+            FormPart::parse("f=@dir/a.json;type=application/json;filename=z.json", false).unwrap();
         assert_eq!(part.content, FormContent::File("dir/a.json".into()));
         assert_eq!(part.content_type.as_deref(), Some("application/json"));
         assert_eq!(part.filename.as_deref(), Some("z.json"));
-        let part = FormPart::parse("t=\"a;b \\\"c\\\"\";type=text/x").unwrap();
+        let part = FormPart::parse("t=\"a;b \\\"c\\\"\";type=text/x", false).unwrap();
         assert_eq!(part.content, FormContent::Text("a;b \"c\"".into()));
         assert_eq!(part.content_type.as_deref(), Some("text/x"));
         assert_eq!(
-            FormPart::parse("g=<u.txt").unwrap().content,
+            FormPart::parse("g=<u.txt", false).unwrap().content,
             FormContent::FileText("u.txt".into())
         );
-        assert!(FormPart::parse("novalue").is_err());
+        assert!(FormPart::parse("novalue", false).is_err());
+        let part = FormPart::parse("s=@not;type=x", true).unwrap();
+        assert_eq!(part.content, FormContent::Text("@not;type=x".into()));
         assert_eq!(content_type_of("A.PNG"), Some("image/png"));
         assert_eq!(content_type_of("a.json"), None);
         assert_eq!(form_escape("a\"b\r\n"), "a%22b%0D%0A");

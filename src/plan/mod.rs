@@ -341,7 +341,7 @@ fn method(cli: &Cli, payload: &Payload) -> Result<String, String> {
         Some(method) => method.clone(),
         None if cli.output.head => "HEAD".into(),
         None if r.upload_file.is_some() => "PUT".into(),
-        None if payload.body == Body::Empty && r.form.is_empty() => "GET".into(),
+        None if payload.body == Body::Empty && r.form_parts.is_empty() => "GET".into(),
         None => "POST".into(),
     })
 }

@@ -438,6 +438,13 @@ const OUTPUT_CASES: &[&[&str]] = &[
         "{url}/x",
     ],
     &["-O", "--output-dir", "{dir}/files", "{url}/report.txt?q=1"],
+    &[
+        "--remote-name-all",
+        "--remove-on-error",
+        "--output-dir",
+        "{dir}/files",
+        "{url}/all.txt",
+    ],
     &["-s", "-OJ", "--output-dir", "{dir}/files", "{url}/cd/x"],
     &[
         "-O",
