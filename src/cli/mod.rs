@@ -423,7 +423,8 @@ pub struct OutputArgs {
 
     /// With -O: name the file as the final answer's Content-Disposition
     /// filename says, as curl's -J: only its last path component (never a
-    /// directory), in the same directory; without one, the URL's name. An
+    /// directory, nor a name with control characters), in the same
+    /// directory; without one, the URL's name. An
     /// existing file of that name is never replaced (the run fails and
     /// leaves it) unless --clobber is given.
     #[arg(short = 'J', long = "remote-header-name", requires = "remote_name")]

@@ -427,7 +427,8 @@ fn link(temp: &Path, target: &Path) -> io::Result<()> {
 
 /// The plain file name a Content-Disposition value gives, as curl's -J
 /// takes it: the `filename=` parameter, quoted or bare, without any
-/// directory before its last / or \; none if nothing is left, or `.`/`..`.
+/// directory before its last / or \; none if nothing is left, `.`, `..`,
+/// or a name with control characters (a terminal escape in `ls`).
 pub fn disposition_name(value: &str) -> Option<String> {
     let start = value
         .split(';')
@@ -439,7 +440,7 @@ pub fn disposition_name(value: &str) -> Option<String> {
     };
     let name = name.rsplit(['/', '\\']).next().unwrap_or_default();
     let name = name.split(['\r', '\n']).next().unwrap_or_default();
-    let plain = !name.is_empty() && name != "." && name != ".." && !name.contains('\0');
+    let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(char::is_control);
     plain.then(|| name.to_string())
 }
 
@@ -843,6 +844,7 @@ mod tests {
             Some("evil.dll".into())
         );
         for none in [
+            "attachment; filename=\"a\x1b[31m.txt\"",
             "attachment",
             "attachment; filename=\"dir/\"",
             "inline; filename=..",
