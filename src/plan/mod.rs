@@ -220,7 +220,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let target = Target::parse(&url(cli, &payload))?;
     let method = method(cli, &payload)?;
     let headers = headers(cli, &target, &payload, &mut redactor)?;
-    let out = output(cli, &target)?;
+    let out = output(cli)?;
     let policy = policy(cli)?;
     // What is actually sent decides: a key removed with -H is no key.
     let keyed = headers.contains_key(IDEMPOTENCY_KEY);
@@ -464,7 +464,7 @@ struct Output {
     outcome_to: OutcomeTo,
 }
 
-fn output(cli: &Cli, target: &Target) -> Result<Output, String> {
+fn output(cli: &Cli) -> Result<Output, String> {
     let o = &cli.output;
     let in_dir = |file: PathBuf| match &o.output_dir {
         // As curl joins them: DIR/FILE, whatever FILE is.
@@ -472,7 +472,7 @@ fn output(cli: &Cli, target: &Target) -> Result<Output, String> {
         None => file,
     };
     let file = if o.remote_name {
-        let name = remote_name(&target.url).ok_or(
+        let name = remote_name(cli.url()).ok_or(
             "-O takes the file name from the URL's path, and this one ends without one; use -o FILE",
         )?;
         Some(in_dir(PathBuf::from(name)))
@@ -533,7 +533,8 @@ fn output(cli: &Cli, target: &Target) -> Result<Output, String> {
     })
 }
 
-/// `-O`'s file name: the last segment of the URL's path, as sent.
+/// `-O`'s file name: the last segment of the URL's path, as typed (curl
+/// decodes no `%` in it, and encodes nothing).
 fn remote_name(url: &str) -> Option<String> {
     let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
     let path = after_scheme.split(['?', '#']).next().unwrap_or_default();
@@ -873,6 +874,8 @@ mod tests {
         assert_eq!(accept, ["a", "b"]);
         let p = plan_of(&["-O", "--output-dir", "d", "h/f/r.csv?x=1"]).unwrap();
         assert_eq!(p.output, Some(PathBuf::from("d/r.csv")));
+        let p = plan_of(&["-O", "http://h/caf\u{e9}%201.txt#top"]).unwrap();
+        assert_eq!(p.output, Some(PathBuf::from("caf\u{e9}%201.txt")));
         assert_eq!(
             plan_of(&["-OJ", "h/f"]).unwrap().header_name,
             Some(Clobber::Refuse)
