@@ -106,8 +106,13 @@ impl Server {
             (cli.request.method.is_some(), "-X/--request"),
             (!cli.request.data.is_empty(), "-d/--data"),
             (!cli.request.data_binary.is_empty(), "--data-binary"),
+            (!cli.request.data_parts.is_empty(), "--data-*"),
+            (!cli.request.form_parts.is_empty(), "-F/--form"),
+            (cli.request.upload_file.is_some(), "-T/--upload-file"),
+            (cli.request.get, "-G/--get"),
             (!cli.request.json.is_empty(), "--json"),
             (cli.output.output.is_some(), "-o/--output"),
+            (cli.output.remote_name, "-O/--remote-name"),
             (cli.policy.idempotency_key.is_some(), "--idempotency-key"),
             (cli.agent.task.is_some(), "--task"),
         ];

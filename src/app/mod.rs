@@ -319,16 +319,16 @@ fn fetch(cli: &Cli) -> Kind {
             .parse::<ureq::http::Uri>()
             .ok()
             .and_then(|uri| uri.authority().map(|a| a.to_string()))
-            .unwrap_or_else(|| plan.context().scope.clone());
+            .unwrap_or_else(|| plan.scope.clone());
         let narrator = Narrator {
             host,
-            scope: plan.context().scope.clone(),
+            scope: plan.scope.clone(),
             policy: plan.policy.clone(),
             max_time: plan.max_time,
         };
         let progress = Progress::new(
             narrator,
-            plan.context().method.clone(),
+            plan.request.method.clone(),
             request_head(&plan),
             plan.output.is_some(),
             verbose,
@@ -452,7 +452,7 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
         Ok(store) => {
             let shared = Shared::new(
                 store,
-                plan.context().scope.clone(),
+                plan.scope.clone(),
                 plan::endpoint(&plan.request),
                 plan.scope_policy,
                 plan.max_concurrent,
@@ -532,10 +532,11 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
         line.reason.clone()
     };
     let json = line.to_json();
+    let context = plan.context();
     let facts = Facts {
         status: line.status,
-        url: &plan.context().url,
-        method: &plan.context().method,
+        url: &context.url,
+        method: &context.method,
         headers: &record.headers,
         downloaded,
         uploaded,
@@ -557,15 +558,18 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
 fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
     use serde_json::json;
     match event {
-        Event::Sending { attempt, .. } => audit.event(
-            "request",
-            json!({
-                "attempt": attempt,
-                "method": plan.context().method,
-                "url": plan.context().url,
-                "idempotency_key": plan.context().idempotency_key,
-            }),
-        ),
+        Event::Sending { attempt, .. } => {
+            let context = plan.context();
+            audit.event(
+                "request",
+                json!({
+                    "attempt": attempt,
+                    "method": context.method,
+                    "url": context.url,
+                    "idempotency_key": context.idempotency_key,
+                }),
+            )
+        }
         Event::Answered {
             attempt,
             status,
@@ -595,7 +599,7 @@ fn log_event(audit: &mut Audit, plan: &Plan, event: &Event) {
             json!({
                 "before_attempt": retry + 1,
                 "wait_ms": clock::ceil_ms(wait.duration),
-                "reason": crate::report::narrate::wait_reason(wait, &plan.policy, &plan.context().scope),
+                "reason": crate::report::narrate::wait_reason(wait, &plan.policy, &plan.scope),
             }),
         ),
         Event::Breaker(news) => audit.event(

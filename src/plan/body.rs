@@ -291,7 +291,14 @@ impl Transform for UrlEncode {
             match b {
                 b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b),
                 b' ' => out.push(b'+'),
-                _ => out.extend_from_slice(format!("%{b:02X}").as_bytes()),
+                _ => {
+                    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                    out.extend_from_slice(&[
+                        b'%',
+                        HEX[usize::from(b >> 4)],
+                        HEX[usize::from(b & 15)],
+                    ]);
+                }
             }
         }
     }
