@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::clock::SystemClock;
 use crate::edge::cancel::Cancel;
 use crate::edge::http::{Body, Http};
-use crate::edge::sink::Sink;
+use crate::edge::sink::{Sink, Start};
 use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::report::agent::AgentObject;
@@ -135,15 +135,16 @@ impl Session {
             return Err(Ending::Internal(why));
         }
         if let (Some(task), Some(shared)) = (plan.task.clone(), &self.shared) {
-            let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
-            match shared.task_key(&task, &fresh, plan.task_ttl) {
-                Ok(key) => plan.set_idempotency_key(key),
-                Err(e) => {
-                    return Err(Ending::Internal(format!(
-                        "--task: the scope state cannot keep the idempotency key ({e})"
-                    )));
-                }
-            }
+            let fresh = plan
+                .request
+                .idempotency_key()
+                .unwrap_or_default()
+                .to_string();
+            let kept = shared.task_key(&task, &fresh, plan.task_ttl).map_err(|e| {
+                format!("--task: the scope state cannot keep the idempotency key ({e})")
+            });
+            kept.and_then(|key| plan.set_idempotency_key(&key))
+                .map_err(Ending::Internal)?;
         }
         Ok(())
     }
@@ -167,7 +168,7 @@ impl Session {
     /// file. An error is a usage error's message.
     pub fn sink(&self, plan: &Plan) -> Result<Sink, String> {
         Ok(match &plan.output {
-            Some(path) => match Sink::file(path, plan.continue_output) {
+            Some(path) => match Sink::file(path, &plan.file_options) {
                 Ok(sink) if plan.include => sink.include(),
                 Ok(sink) => sink,
                 Err(e) => return Err(format!("cannot write to {}: {e}", path.display())),
@@ -231,10 +232,10 @@ impl Session {
             redactor: &plan.redactor,
             shared: self.shared.as_ref(),
             require: &plan.require,
-            keep_body: if self.face.agent {
-                agent_keeps(plan)
-            } else {
-                0
+            keep_body: match self.face.agent {
+                true => agent_keeps(plan),
+                false if plan.fail_with_body => FAIL_BODY_KEPT,
+                false => 0,
             },
         };
         // The URL as sent has no user-info, so its authority is safe to show.
@@ -244,16 +245,16 @@ impl Session {
             .parse::<ureq::http::Uri>()
             .ok()
             .and_then(|uri| uri.authority().map(|a| a.to_string()))
-            .unwrap_or_else(|| plan.context.scope.clone());
+            .unwrap_or_else(|| plan.scope.clone());
         let narrator = Narrator {
             host,
-            scope: plan.context.scope.clone(),
+            scope: plan.scope.clone(),
             policy: plan.policy.clone(),
             max_time: plan.max_time,
         };
         let progress = Progress::new(
             narrator,
-            plan.context.method.clone(),
+            plan.request.method.clone(),
             request_head(plan),
             plan.output.is_some(),
             self.face.verbose,
@@ -261,7 +262,7 @@ impl Session {
         );
         let audit = &mut self.audit;
         let setting = Setting {
-            context: &plan.context,
+            context: &plan.context(),
             policy: &plan.policy,
             redactor: &plan.redactor,
         };
@@ -315,7 +316,7 @@ impl Session {
 
     /// Puts the body in place (or discards it) and writes `-D`: what is
     /// left to report.
-    pub fn settle(&self, plan: &Plan, mut record: Record, sink: Sink) -> Settled {
+    pub fn settle(&self, plan: &Plan, mut record: Record, mut sink: Sink) -> Settled {
         let agent = self.face.agent;
         // `curl`-style: at a terminal, the outcome line starts on its own line.
         if sink.open_line() && !agent && plan.outcome_to == OutcomeTo::Stderr {
@@ -346,9 +347,25 @@ impl Session {
         } else {
             0
         };
-        if record.kind() == Kind::Succeeded {
+        // -J: the file takes the name the final answer gives it.
+        let disposition = record
+            .headers
+            .iter()
+            .find(|(n, _)| n == "content-disposition");
+        if let (Some(clobber), Some((_, value))) = (plan.header_name, disposition)
+            && let Some(name) = crate::edge::sink::disposition_name(value)
+        {
+            sink.rename(&name, clobber);
+        }
+        let succeeded = record.kind() == Kind::Succeeded;
+        if succeeded || plan.fail_with_body && error_body(&record, &mut sink) {
             if let Err(e) = sink.commit() {
-                record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
+                let why = format!("cannot put the body in place: {e}");
+                if succeeded {
+                    record.ending = Ending::Internal(why);
+                } else if !agent {
+                    eprintln!("abide: warning: {why}");
+                }
             }
         } else if let Err(e) = sink.discard(error_head(&record))
             && e.kind() != std::io::ErrorKind::BrokenPipe
@@ -365,7 +382,7 @@ impl Session {
 
     /// The outcome line of `record`, written to the `--log` too.
     pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
-        let line = Line::new(&plan.context, record, &plan.redactor);
+        let line = Line::new(&plan.context(), record, &plan.redactor);
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()
@@ -441,7 +458,7 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
         Ok(store) => {
             let shared = Shared::new(
                 store,
-                plan.context.scope.clone(),
+                plan.scope.clone(),
                 plan::endpoint(&plan.request),
                 plan.scope_policy,
                 plan.max_concurrent,
@@ -467,10 +484,11 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
         line.reason.clone()
     };
     let json = line.to_json();
+    let context = plan.context();
     let facts = Facts {
         status: line.status,
-        url: &plan.context.url,
-        method: &plan.context.method,
+        url: &context.url,
+        method: &context.method,
         headers: &record.headers,
         downloaded,
         uploaded,
@@ -500,6 +518,21 @@ fn error_head(record: &Record) -> &str {
     }
 }
 
+/// The largest error body `--fail-with-body` writes: it is held in memory.
+const FAIL_BODY_KEPT: u64 = 16 << 20;
+
+/// `--fail-with-body`: the final error answer's body (its head first with
+/// -i), where a success's would go, when it came whole and nothing of an
+/// earlier body was written; whether it was.
+fn error_body(record: &Record, sink: &mut Sink) -> bool {
+    if error_head(record).is_empty() || record.failed_body_truncated || !sink.clean() {
+        return false;
+    }
+    sink.head(&record.head);
+    sink.deliver(&mut record.failed_body.as_slice(), Start::Over)
+        .is_ok()
+}
+
 /// The request's head for `-v`, as curl shows it (`> GET /path HTTP/1.1`),
 /// with abide's own headers; ureq adds the framing ones. Every value goes
 /// through the redactor, so a credential shows as its mask.
@@ -517,9 +550,10 @@ fn request_head(plan: &Plan) -> String {
     let target = crate::redact::url(&target);
     let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
     for (name, value) in &plan.request.headers {
+        let value = String::from_utf8_lossy(value.as_bytes());
         // Masked where abide put it, however short: a credential header's
         // value (its scheme, "Bearer", may show).
-        let shown = if crate::redact::is_secret_name(name) {
+        let shown = if crate::redact::is_secret_name(name.as_str()) {
             match value.split_once(' ') {
                 Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => {
                     format!("{scheme} ***")
@@ -527,7 +561,7 @@ fn request_head(plan: &Plan) -> String {
                 _ => "***".to_string(),
             }
         } else {
-            plan.redactor.text(value)
+            plan.redactor.text(&value)
         };
         head.push_str(&format!("{name}: {shown}\n"));
     }
@@ -578,7 +612,7 @@ mod tests {
         let request = |path: &str| Request {
             method: "GET".into(),
             url: format!("{}/{path}", lab.url()),
-            headers: Vec::new(),
+            headers: Default::default(),
             body: Body::Empty,
         };
         let shared = Http::new(&Settings::default(), request("first")).unwrap();

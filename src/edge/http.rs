@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
+use ureq::http::{HeaderValue, header};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::unversioned::transport::{
     ConnectProxyConnector, Connector, RustlsConnector, SocksConnector, TcpConnector,
@@ -43,8 +44,17 @@ pub enum Body {
 pub struct Request {
     pub method: String,
     pub url: String,
-    pub headers: Vec<(String, String)>,
+    /// Every value of a name is sent, as curl sends every -H.
+    pub headers: ureq::http::HeaderMap,
     pub body: Body,
+}
+
+impl Request {
+    /// The Idempotency-Key the request carries: what is sent decides.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        let value = self.headers.get("idempotency-key")?;
+        value.to_str().ok()
+    }
 }
 
 /// Connection settings that stay the same for the whole run.
@@ -328,21 +338,21 @@ impl Hops<'_> {
             .map(String::as_str)
             .chain(self.net.cookie.as_deref())
             .collect();
-        if !cookie.is_empty() && !self.own_cookie {
-            dressed.headers.push(("Cookie".into(), cookie.join("; ")));
+        if !cookie.is_empty()
+            && !self.own_cookie
+            && let Ok(value) = HeaderValue::try_from(cookie.join("; "))
+        {
+            dressed.headers.append(header::COOKIE, value);
         }
-        let has_auth = hop
-            .headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+        let has_auth = hop.headers.contains_key(header::AUTHORIZATION);
         let host = url.as_ref().and_then(|u| u.host_str()).unwrap_or_default();
         if let (false, Some(login)) = (has_auth, net::login_for(&self.net.logins, host)) {
             use base64::Engine as _;
             let pair = format!("{}:{}", login.login, login.password);
             let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-            dressed
-                .headers
-                .push(("Authorization".into(), format!("Basic {encoded}")));
+            if let Ok(value) = HeaderValue::try_from(format!("Basic {encoded}")) {
+                dressed.headers.append(header::AUTHORIZATION, value);
+            }
         }
         dressed
     }
@@ -472,15 +482,12 @@ fn redirected(mut request: Request, status: u16, url: String, trusted: bool) -> 
     if to_get {
         request.method = "GET".into();
         request.body = Body::Empty;
-        request.headers.retain(|(name, _)| {
-            !name.eq_ignore_ascii_case("content-type")
-                && !name.eq_ignore_ascii_case("content-length")
-        });
+        request.headers.remove(ureq::http::header::CONTENT_TYPE);
+        request.headers.remove(ureq::http::header::CONTENT_LENGTH);
     }
     if !trusted && origin(&request.url) != origin(&url) {
-        request.headers.retain(|(name, _)| {
-            !name.eq_ignore_ascii_case("authorization") && !name.eq_ignore_ascii_case("cookie")
-        });
+        request.headers.remove(ureq::http::header::AUTHORIZATION);
+        request.headers.remove(ureq::http::header::COOKIE);
     }
     request.url = url;
     request
@@ -507,7 +514,7 @@ fn send_one(
         .method(request.method.as_str())
         .uri(request.url.as_str());
     for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
+        builder = builder.header(name, value);
     }
     for (name, value) in resume.iter().flat_map(|from| from.headers()) {
         builder = builder.header(name, value);
@@ -584,10 +591,7 @@ impl Transport for Http {
         std::thread::Builder::new()
             .name("abide-attempt".into())
             .spawn(move || {
-                let own_cookie = request
-                    .headers
-                    .iter()
-                    .any(|(n, _)| n.eq_ignore_ascii_case("cookie"));
+                let own_cookie = request.headers.contains_key(header::COOKIE);
                 let hops = Hops {
                     agent: &agent,
                     follow,

@@ -544,7 +544,8 @@ mod tests {
                 require: &[],
                 keep_body: 256,
             };
-            let mut sink = Sink::file(std::path::Path::new("/dev/null"), false).unwrap();
+            let mut sink =
+                Sink::file(std::path::Path::new("/dev/null"), &Default::default()).unwrap();
             let draw = self.draw;
             let record = looper.run(
                 &mut transport,
