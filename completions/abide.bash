@@ -47,12 +47,24 @@ _abide() {
 
     case "${cmd}" in
         abide)
-            opts="-X -H -d -L -u -A -e -x -k -m -o -C -N -i -D -w -I -s -f -S -v -h -V --generate --request --header --data --data-binary --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --output --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --task-attempts --check --id-pointer --escalate --help --version lab demo mcp help"
+            opts="-K -X -H -d -G -F -T -L -u -A -e -x -k -m -o -O -J -C -N -i -D -w -I -s -f -S -v -b -j -c -4 -6 -U -p -E -n -y -Y -h -V --url --config --generate --request --header --data --data-ascii --data-raw --data-binary --data-urlencode --get --form --form-string --upload-file --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --output --remote-name-all --remote-name --remote-header-name --output-dir --create-dirs --clobber --no-clobber --fail-with-body --remove-on-error --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --task-attempts --check --id-pointer --escalate --cookie --junk-session-cookies --cookie-jar --ipv4 --ipv6 --resolve --connect-to --unix-socket --location-trusted --max-redirs --proxy-user --proxytunnel --noproxy --cert --key --netrc --netrc-file --netrc-optional --speed-time --speed-limit --limit-rate --retry-delay --retry-all-errors --help --version lab demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -K)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --generate)
                     COMPREPLY=($(compgen -W "man complete-bash complete-zsh complete-fish complete-powershell complete-elvish" -- "${cur}"))
                     return 0
@@ -81,7 +93,39 @@ _abide() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --data-ascii)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-raw)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --data-binary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-urlencode)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --form)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -F)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --form-string)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --upload-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -T)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -225,6 +269,10 @@ _abide() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --output-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --continue-at)
                     COMPREPLY=($(compgen -W "-" -- "${cur}"))
                     return 0
@@ -290,6 +338,90 @@ _abide() {
                     return 0
                     ;;
                 --escalate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cookie)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cookie-jar)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --resolve)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unix-socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-redirs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proxy-user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -U)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --noproxy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -E)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --netrc-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --speed-time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -y)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --speed-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -Y)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry-delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -75,7 +75,7 @@ fn outcome_requested() -> OutcomeTo {
             });
     given
         .or_else(|| std::env::var("ABIDE_OUTCOME").ok())
-        .and_then(|to| OutcomeTo::parse(&to))
+        .and_then(|to| to.parse().ok())
         .unwrap_or(OutcomeTo::Stderr)
 }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use crate::clock::SystemClock;
 use crate::edge::cancel::Cancel;
 use crate::edge::http::{Body, Http};
-use crate::edge::sink::Sink;
+use crate::edge::sink::{Sink, Start};
 use crate::exit::Kind;
 use crate::plan::{self, Backend, OutcomeTo, Plan};
 use crate::report::agent::AgentObject;
@@ -108,7 +108,7 @@ impl Session {
             .log
             .as_deref()
             .map(|path| {
-                Audit::open(path, &plan.context.scope, plan.task.as_deref())
+                Audit::open(path, &plan.scope, plan.task.as_deref())
                     .map_err(|e| format!("cannot open --log {}: {e}", path.display()))
             })
             .transpose()?;
@@ -145,10 +145,10 @@ impl Session {
         }
         self.started = true;
         let start = Entry::Start {
-            method: plan.context.method.clone(),
-            url: plan.redactor.text(&plan.context.url),
+            method: plan.request.method.clone(),
+            url: plan.redactor.text(&plan.context().url),
             fingerprint: self.fingerprint(plan).map(str::to_string),
-            idempotency_key: plan.context.idempotency_key.clone(),
+            idempotency_key: plan.request.idempotency_key().map(str::to_string),
         };
         if let Some(audit) = &mut self.audit {
             audit.write(&start);
@@ -191,7 +191,11 @@ impl Session {
                 "--task binds its key to the request, whose body cannot be read".into(),
             ));
         };
-        let fresh = plan.context.idempotency_key.clone().unwrap_or_default();
+        let fresh = plan
+            .request
+            .idempotency_key()
+            .unwrap_or_default()
+            .to_string();
         let kept = match shared.task_key(&task, &fresh, &fingerprint, plan.task_ttl) {
             Ok(kept) => kept,
             Err(TaskRefusal::Differs) => return Err(Ending::TaskDiffers { task }),
@@ -201,7 +205,8 @@ impl Session {
                 )));
             }
         };
-        plan.set_idempotency_key(kept.key);
+        plan.set_idempotency_key(&kept.key)
+            .map_err(Ending::Internal)?;
         self.task_sent = kept.sent;
         self.task_operation = kept.operation_id;
         match decision::task_room(plan.policy.attempts, kept.sent, plan.task_attempts) {
@@ -228,7 +233,7 @@ impl Session {
         };
         // `--check`'s GET, on the same pool, cut by a signal as well.
         self.check = plan.check.as_deref().map(|url| {
-            let key = plan.context.idempotency_key.as_deref();
+            let key = plan.request.idempotency_key();
             let request = crate::plan::check::request(url, &plan.request, key);
             let url = request.url.clone();
             (RefCell::new(transport.for_request(request)), url)
@@ -252,7 +257,7 @@ impl Session {
     /// file. An error is a usage error's message.
     pub fn sink(&self, plan: &Plan) -> Result<Sink, String> {
         Ok(match &plan.output {
-            Some(path) => match Sink::file(path, plan.continue_output) {
+            Some(path) => match Sink::file(path, &plan.file_options) {
                 Ok(sink) if plan.include => sink.include(),
                 Ok(sink) => sink,
                 Err(e) => return Err(format!("cannot write to {}: {e}", path.display())),
@@ -317,12 +322,12 @@ impl Session {
             redactor: &plan.redactor,
             shared: self.shared.as_ref(),
             require: &plan.require,
-            keep_body: if self.face.agent {
-                agent_keeps(plan)
-            } else {
-                0
+            keep_body: match self.face.agent {
+                true => agent_keeps(plan),
+                false if plan.fail_with_body => FAIL_BODY_KEPT,
+                false => 0,
             },
-            keyed: plan.context.idempotency_key.is_some(),
+            keyed: plan.request.idempotency_key().is_some(),
             check: self.check.as_ref().map(|(transport, url)| Check {
                 transport,
                 url,
@@ -340,16 +345,16 @@ impl Session {
             .parse::<ureq::http::Uri>()
             .ok()
             .and_then(|uri| uri.authority().map(|a| a.to_string()))
-            .unwrap_or_else(|| plan.context.scope.clone());
+            .unwrap_or_else(|| plan.scope.clone());
         let narrator = Narrator {
             host,
-            scope: plan.context.scope.clone(),
+            scope: plan.scope.clone(),
             policy: plan.policy.clone(),
             max_time: plan.max_time,
         };
         let progress = Progress::new(
             narrator,
-            plan.context.method.clone(),
+            plan.request.method.clone(),
             request_head(plan),
             plan.output.is_some(),
             self.face.verbose,
@@ -357,7 +362,7 @@ impl Session {
         );
         let audit = &mut self.audit;
         let setting = Setting {
-            context: &plan.context,
+            context: &plan.context(),
             policy: &plan.policy,
             redactor: &plan.redactor,
         };
@@ -427,7 +432,7 @@ impl Session {
 
     /// Puts the body in place (or discards it) and writes `-D`: what is
     /// left to report.
-    pub fn settle(&self, plan: &Plan, mut record: Record, sink: Sink) -> Settled {
+    pub fn settle(&self, plan: &Plan, mut record: Record, mut sink: Sink) -> Settled {
         let agent = self.face.agent;
         // `curl`-style: at a terminal, the outcome line starts on its own line.
         if sink.open_line() && !agent && plan.outcome_to == OutcomeTo::Stderr {
@@ -458,9 +463,25 @@ impl Session {
         } else {
             0
         };
-        if record.kind() == Kind::Succeeded {
+        // -J: the file takes the name the final answer gives it.
+        let disposition = record
+            .headers
+            .iter()
+            .find(|(n, _)| n == "content-disposition");
+        if let (Some(clobber), Some((_, value))) = (plan.header_name, disposition)
+            && let Some(name) = crate::edge::sink::disposition_name(value)
+        {
+            sink.rename(&name, clobber);
+        }
+        let succeeded = record.kind() == Kind::Succeeded;
+        if succeeded || plan.fail_with_body && error_body(&record, &mut sink) {
             if let Err(e) = sink.commit() {
-                record.ending = Ending::Internal(format!("cannot put the body in place: {e}"));
+                let why = format!("cannot put the body in place: {e}");
+                if succeeded {
+                    record.ending = Ending::Internal(why);
+                } else if !agent {
+                    eprintln!("abide: warning: {why}");
+                }
             }
         } else if let Err(e) = sink.discard(error_head(&record))
             && e.kind() != std::io::ErrorKind::BrokenPipe
@@ -478,7 +499,7 @@ impl Session {
     /// The outcome line of `record`, written to the `--log` too.
     pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
         self.log_start(plan);
-        let line = Line::new(&plan.context, record, &plan.redactor);
+        let line = Line::new(&plan.context(), record, &plan.redactor);
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()
@@ -557,15 +578,15 @@ impl Session {
             outcome: record.kind(),
             reason: &line.reason,
             task: plan.task.as_deref(),
-            method: &plan.context.method,
+            method: &plan.request.method,
             url: &plan.request.url,
-            scope: &plan.context.scope,
+            scope: &plan.scope,
             fingerprint: self.fingerprint(plan).unwrap_or_default(),
             attempts: &attempts,
             attempts_allowed: plan.policy.attempts,
             elapsed: record.elapsed,
             budget: plan.policy.budget,
-            idempotency_key: plan.context.idempotency_key.as_deref(),
+            idempotency_key: plan.request.idempotency_key(),
             operation_id: record.operation_id.as_deref(),
             task_spent: matches!(record.ending, Ending::Decided(StopWhy::TaskSpent { .. })),
         };
@@ -585,9 +606,12 @@ impl Session {
 /// write (refusing it would invite sending it as a new one).
 fn task_fingerprint(request: &crate::edge::http::Request) -> std::io::Result<String> {
     let mut blind = request.clone();
-    blind
+    blind.headers = request
         .headers
-        .retain(|(name, _)| !crate::redact::is_secret_name(name));
+        .iter()
+        .filter(|(name, _)| !crate::redact::is_secret_name(name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
     blind.url = crate::redact::url(&blind.url);
     plan::fingerprint(&blind)
 }
@@ -617,7 +641,7 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
         Ok(store) => {
             let shared = Shared::new(
                 store,
-                plan.context.scope.clone(),
+                plan.scope.clone(),
                 plan::endpoint(&plan.request),
                 plan.scope_policy,
                 plan.max_concurrent,
@@ -643,10 +667,11 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
         line.reason.clone()
     };
     let json = line.to_json();
+    let context = plan.context();
     let facts = Facts {
         status: line.status,
-        url: &plan.context.url,
-        method: &plan.context.method,
+        url: &context.url,
+        method: &context.method,
         headers: &record.headers,
         downloaded,
         uploaded,
@@ -656,6 +681,7 @@ fn write_out(format: &Format, plan: &Plan, record: &Record, line: &Line, downloa
         exit_code: record.kind().exit_code(),
         error: &error,
         json: &json,
+        trace: &plan.settings.net.observed.get(),
     };
     let _ = format.render(
         &facts,
@@ -675,6 +701,21 @@ fn error_head(record: &Record) -> &str {
     }
 }
 
+/// The largest error body `--fail-with-body` writes: it is held in memory.
+const FAIL_BODY_KEPT: u64 = 16 << 20;
+
+/// `--fail-with-body`: the final error answer's body (its head first with
+/// -i), where a success's would go, when it came whole and nothing of an
+/// earlier body was written; whether it was.
+fn error_body(record: &Record, sink: &mut Sink) -> bool {
+    if error_head(record).is_empty() || record.failed_body_truncated || !sink.clean() {
+        return false;
+    }
+    sink.head(&record.head);
+    sink.deliver(&mut record.failed_body.as_slice(), Start::Over)
+        .is_ok()
+}
+
 /// The request's head for `-v`, as curl shows it (`> GET /path HTTP/1.1`),
 /// with abide's own headers; ureq adds the framing ones. Every value goes
 /// through the redactor, so a credential shows as its mask.
@@ -692,9 +733,10 @@ fn request_head(plan: &Plan) -> String {
     let target = crate::redact::url(&target);
     let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
     for (name, value) in &plan.request.headers {
+        let value = String::from_utf8_lossy(value.as_bytes());
         // Masked where abide put it, however short: a credential header's
         // value (its scheme, "Bearer", may show).
-        let shown = if crate::redact::is_secret_name(name) {
+        let shown = if crate::redact::is_secret_name(name.as_str()) {
             match value.split_once(' ') {
                 Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => {
                     format!("{scheme} ***")
@@ -702,7 +744,7 @@ fn request_head(plan: &Plan) -> String {
                 _ => "***".to_string(),
             }
         } else {
-            plan.redactor.text(value)
+            plan.redactor.text(&value)
         };
         head.push_str(&format!("{name}: {shown}\n"));
     }
@@ -730,10 +772,13 @@ mod tests {
         let write = |token: &str, body: &str| Request {
             method: "POST".into(),
             url: format!("https://api.example.com/orders?api_key={token}"),
-            headers: vec![
-                ("Authorization".into(), format!("Bearer {token}")),
-                ("Content-Type".into(), "application/json".into()),
-            ],
+            headers: [
+                ("authorization", format!("Bearer {token}")),
+                ("content-type", "application/json".to_string()),
+            ]
+            .into_iter()
+            .map(|(n, v)| (ureq::http::HeaderName::from_static(n), v.parse().unwrap()))
+            .collect(),
             body: Body::Bytes(body.as_bytes().to_vec()),
         };
         let fp = |r: &Request| task_fingerprint(r).unwrap();
@@ -774,7 +819,7 @@ mod tests {
         let request = |path: &str| Request {
             method: "GET".into(),
             url: format!("{}/{path}", lab.url()),
-            headers: Vec::new(),
+            headers: Default::default(),
             body: Body::Empty,
         };
         let shared = Http::new(&Settings::default(), request("first")).unwrap();

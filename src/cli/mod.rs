@@ -3,7 +3,10 @@
 //! UPPERCASE value name, values parsed by `value_parser` functions so that a
 //! bad value is a usage error naming the flag.
 
+pub mod config;
 pub mod docs;
+pub mod net;
+pub mod values;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,6 +18,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::exit::Kind;
 use crate::units::parse_duration;
+pub use values::{JsonPointer, KeyChoice, OutcomeTo, StateTarget};
 
 const REQUEST: &str = "Request";
 const POLICY: &str = "Retry policy";
@@ -34,6 +38,9 @@ const AGENT: &str = "Agents and response contracts";
         (to stderr by default) with an exit code per outcome.",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
+    // As curl: `-s -s` or `-f -f` (a script's flags and its config's) are
+    // one flag, and a value given twice is the last one.
+    args_override_self = true,
     max_term_width = 100
 )]
 pub struct Cli {
@@ -43,6 +50,18 @@ pub struct Cli {
     /// The URL to request; without a scheme, http:// is assumed (as curl does).
     #[arg(value_name = "URL", required = true)]
     pub url: Option<String>,
+
+    /// The URL, as a flag (curl's --url, as a config file writes it).
+    #[arg(long = "url", value_name = "URL", conflicts_with = "url")]
+    pub url_flag: Option<String>,
+
+    /// curl's -K: read more flags from FILE, one a line, as curl writes them
+    /// (`url = "…"`, `header = "Name: value"`, `--silent`, `-x URL`; `#`
+    /// starts a comment); they take the place of the -K. ~/.curlrc is
+    /// never read unasked.
+    // Never set once parsed: `config::expand` replaces every -K first.
+    #[arg(short = 'K', long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
 
     /// Print the man page or a shell completion script (see scripts/generate-docs).
     #[arg(long, value_name = "KIND", hide = true, conflicts_with = "url")]
@@ -62,6 +81,19 @@ pub struct Cli {
 
     #[command(flatten)]
     pub agent: AgentArgs,
+
+    #[command(flatten)]
+    pub net: net::NetArgs,
+}
+
+impl Cli {
+    /// The URL, given as the argument or with --url.
+    pub fn url(&self) -> &str {
+        self.url
+            .as_deref()
+            .or(self.url_flag.as_deref())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -81,7 +113,8 @@ pub struct RequestArgs {
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = parse_method)]
     pub method: Option<String>,
 
-    /// Add a header, "Name: value" (repeatable). "Name:" removes a default header
+    /// Add a header, "Name: value" (repeatable; several of one name are all
+    /// sent). "Name:" removes a default header
     /// (User-Agent, Accept, Content-Type). Control characters are refused.
     /// (Checked by `plan`, not by clap: clap would quote a refused value,
     /// and a malformed header is often a credential.)
@@ -89,23 +122,76 @@ pub struct RequestArgs {
     pub headers: Vec<String>,
 
     /// Body as form data; @FILE reads a file, @- reads stdin (read once, replayed on
-    /// every attempt). Sets POST and Content-Type: application/x-www-form-urlencoded.
-    /// Repeated values are joined with &.
+    /// every attempt), without their carriage returns and newlines, as curl
+    /// reads them. Sets POST and Content-Type: application/x-www-form-urlencoded.
+    /// Every --data, --data-* value is joined to the others with &, in order.
     #[arg(short = 'd', long = "data", value_name = "DATA")]
     pub data: Vec<String>,
 
-    /// Body as raw bytes; @FILE and @- as for --data.
+    /// The same as --data.
+    #[arg(long = "data-ascii", value_name = "DATA")]
+    pub data_ascii: Vec<String>,
+
+    /// As --data, but a leading @ is just a character.
+    #[arg(long = "data-raw", value_name = "DATA")]
+    pub data_raw: Vec<String>,
+
+    /// Body as raw bytes; @FILE and @- as for --data, kept byte for byte.
     #[arg(long = "data-binary", value_name = "DATA")]
     pub data_binary: Vec<String>,
 
-    /// JSON body (@FILE and @- allowed); sets POST, Content-Type and Accept to
-    /// application/json.
-    #[arg(long = "json", value_name = "DATA", conflicts_with_all = ["data", "data_binary"])]
-    pub json: Option<String>,
+    /// As --data, URL-encoded as curl does: CONTENT, =CONTENT (both encoded
+    /// whole), NAME=CONTENT (CONTENT encoded), @FILE, NAME@FILE (the file's
+    /// bytes encoded; @- is stdin).
+    #[arg(long = "data-urlencode", value_name = "DATA")]
+    pub data_urlencode: Vec<String>,
 
-    /// Follow redirects (at most 10), as curl does: 307 and 308 re-send the method
+    /// The --data values go into the URL's query (after ? or &) and the
+    /// request is a GET (a HEAD with -I), as curl's -G.
+    #[arg(short = 'G', long = "get", conflicts_with_all = ["json", "form", "upload_file"])]
+    pub get: bool,
+
+    /// A multipart/form-data part, as curl's -F (repeatable, in order):
+    /// NAME=VALUE, NAME=@FILE (a file upload, its name as filename, a type
+    /// from its extension as curl guesses it), NAME=<FILE (the file's text
+    /// as the value), each with ;type=TYPE and ;filename=NAME; a value may
+    /// be quoted ("a;b"). Sets POST.
+    #[arg(short = 'F', long = "form", value_name = "NAME=CONTENT",
+          conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode", "json"])]
+    pub form: Vec<String>,
+
+    /// As -F NAME=VALUE, the VALUE taken literally: a leading @ or <, and
+    /// ;type=, mean nothing (curl's --form-string).
+    #[arg(long = "form-string", value_name = "NAME=VALUE",
+          conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode", "json", "get"])]
+    pub form_string: Vec<String>,
+
+    /// Every -F and --form-string value in the order given (set by
+    /// `parse_from`); `true` for a --form-string.
+    #[arg(skip)]
+    pub form_parts: Vec<(bool, String)>,
+
+    /// PUT the bytes of FILE ("-" is stdin, read once), as curl's -T; a URL
+    /// without a path, or ending in /, gets the file's name appended.
+    #[arg(short = 'T', long = "upload-file", value_name = "FILE",
+          conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode", "json", "form", "form_string"])]
+    pub upload_file: Option<PathBuf>,
+
+    /// Every --data, --data-* value in the order given (set by `parse_from`).
+    #[arg(skip)]
+    pub data_parts: Vec<Data>,
+
+    /// JSON body (@FILE and @- allowed, kept byte for byte; repeated values
+    /// are joined as they are, as curl joins them); sets POST, Content-Type
+    /// and Accept to application/json.
+    #[arg(long = "json", value_name = "DATA",
+          conflicts_with_all = ["data", "data_ascii", "data_raw", "data_binary", "data_urlencode"])]
+    pub json: Vec<String>,
+
+    /// Follow redirects (at most 50, see --max-redirs), as curl does: 307 and 308 re-send the method
     /// and body; 303, and 301 or 302 after a POST, become a GET without a body;
-    /// -u, Authorization and Cookie go on to the same origin only; a Retry-After
+    /// -u, Authorization and Cookie go on to the same origin only (but with
+    /// --location-trusted); a Retry-After
     /// on a redirect is waited first. Without -L a 3xx answer is final.
     #[arg(short = 'L', long = "location")]
     pub location: bool,
@@ -250,8 +336,8 @@ pub struct PolicyArgs {
 
     /// Send this Idempotency-Key (or a random UUID for "auto") on every attempt,
     /// and treat the request as safe to repeat.
-    #[arg(long = "idempotency-key", value_name = "KEY|auto", value_parser = parse_header_value)]
-    pub idempotency_key: Option<String>,
+    #[arg(long = "idempotency-key", value_name = "KEY|auto", value_parser = KeyChoice::parse)]
+    pub idempotency_key: Option<KeyChoice>,
 
     /// Treat the request as safe to repeat without sending a key (GraphQL or
     /// search APIs that read with POST).
@@ -282,8 +368,9 @@ pub struct ScopeArgs {
     /// Share scope state through Redis instead of local files, so that many
     /// machines share one gate, pace, limit and breaker:
     /// redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS.
-    #[arg(long, value_name = "URL", env = "ABIDE_STATE")]
-    pub state: Option<String>,
+    // Checked by a parser that never quotes the URL: it may hold a password.
+    #[arg(long, value_name = "URL", env = "ABIDE_STATE", value_parser = values::StateParser)]
+    pub state: Option<StateTarget>,
 
     /// Fail (INTERNAL_ERROR, exit 1) instead of going on without shared state
     /// when the state store cannot be used.
@@ -328,6 +415,57 @@ pub struct OutputArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Write the body to a file named as the URL's last path segment (query
+    /// left out), in the current directory or --output-dir, as curl's -O;
+    /// written as -o writes. --remote-name-all is the same, abide taking one URL.
+    #[arg(
+        short = 'O',
+        long = "remote-name",
+        visible_alias = "remote-name-all",
+        conflicts_with = "output"
+    )]
+    pub remote_name: bool,
+
+    /// With -O: name the file as the final answer's Content-Disposition
+    /// filename says, as curl's -J: only its last path component (never a
+    /// directory, nor a name with control characters), in the same
+    /// directory; without one, the URL's name. An
+    /// existing file of that name is never replaced (the run fails and
+    /// leaves it) unless --clobber is given.
+    #[arg(short = 'J', long = "remote-header-name", requires = "remote_name")]
+    pub remote_header_name: bool,
+
+    /// The directory -o FILE and -O write into, as curl's --output-dir.
+    #[arg(long = "output-dir", value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+
+    /// Create the directories -o FILE (with --output-dir) names, as curl's
+    /// --create-dirs.
+    #[arg(long = "create-dirs")]
+    pub create_dirs: bool,
+
+    /// Let -J replace an existing file.
+    #[arg(long, overrides_with = "no_clobber")]
+    pub clobber: bool,
+
+    /// Never replace an existing file with -o, -O or -J: write FILE.1, FILE.2
+    /// … up to FILE.99 instead, as curl's --no-clobber.
+    #[arg(long = "no-clobber", overrides_with = "clobber")]
+    pub no_clobber: bool,
+
+    /// As curl's --fail-with-body: a final 4xx or 5xx answer's body is
+    /// written to stdout or -o FILE (a file only when the body came whole);
+    /// the run still fails as without it, and a retried answer's body is
+    /// never written.
+    #[arg(long = "fail-with-body", conflicts_with = "agent")]
+    pub fail_with_body: bool,
+
+    /// Accepted, as curl's --remove-on-error: a failed run never leaves a
+    /// partial -o file anyway; where curl removes the file, abide leaves
+    /// the one that was there as it was.
+    #[arg(long = "remove-on-error")]
+    pub remove_on_error: bool,
+
     /// Only "-": continue an existing -o FILE, asking only for the bytes
     /// after its end (Range), as curl's -C -. The file must be the start of
     /// the current body; a server that sends it whole again replaces it.
@@ -369,17 +507,17 @@ pub struct OutputArgs {
     /// Write FORMAT to stdout once the run ends, as curl's -w; @FILE reads it
     /// from a file, its lines joined as curl joins them. Variables:
     /// %{http_code} (or response_code; 000 without an answer), url_effective
-    /// (the URL asked for: with -L abide does not learn the last one),
-    /// method, content_type, size_download, size_upload, time_total,
-    /// num_retries, exitcode (abide's), errormsg (empty on success, else the
-    /// outcome's reason), json (the outcome line, as --outcome stdout writes
-    /// it), and stdout or stderr to switch where the rest goes;
-    /// %header{NAME} is the final answer's header; %% is %, and \n, \r, \t,
-    /// \\ are escapes. time_total is the whole run's, waits included;
-    /// time_starttransfer is from sending the final attempt to its answer's
-    /// head (connecting included). time_connect is not measured and
-    /// num_redirects is not counted: they write 0, as curl does for a value
-    /// it does not know. An unknown variable is a usage error.
+    /// (with -L, the last hop's), method, content_type, size_download,
+    /// size_upload, time_total, num_retries, num_redirects, num_connects,
+    /// remote_ip and remote_port (the first address the name resolved to),
+    /// exitcode (abide's), errormsg (empty on success, else the outcome's
+    /// reason), json (the outcome line, as --outcome stdout writes it), and
+    /// stdout or stderr to switch where the rest goes; %header{NAME} is the
+    /// final answer's header; %% is %, and \n, \r, \t, \\ are escapes.
+    /// time_total is the whole run's, waits included; time_namelookup,
+    /// time_connect, time_appconnect (TLS; 0 without) and time_starttransfer
+    /// are the final attempt's, from its start. An unknown variable is a
+    /// usage error.
     #[arg(
         short = 'w',
         long = "write-out",
@@ -390,7 +528,7 @@ pub struct OutputArgs {
 
     /// Send a HEAD request and write the answer's head to stdout, as curl's
     /// -I (that is -X HEAD -i).
-    #[arg(short = 'I', long = "head", conflicts_with_all = ["agent", "method", "data", "data_binary", "json"])]
+    #[arg(short = 'I', long = "head", conflicts_with_all = ["agent", "method", "json", "form", "upload_file"])]
     pub head: bool,
 
     /// Where the outcome line goes: stderr, stdout (needs -o), none, or a PATH
@@ -402,14 +540,15 @@ pub struct OutputArgs {
         env = "ABIDE_OUTCOME",
         default_value = "stderr"
     )]
-    pub outcome: String,
+    pub outcome: OutcomeTo,
 
     /// No progress display or notes; the outcome line is still written.
     #[arg(short = 's', long, env = "ABIDE_SILENT", value_parser = FalseyValueParser::new())]
     pub silent: bool,
 
     /// curl's -f, accepted so that curl lines port (-fsS, -fsSL): abide
-    /// never writes the body of a 4xx or 5xx answer to stdout or -o anyway.
+    /// never writes the body of a 4xx or 5xx answer to stdout or -o anyway
+    /// (but with --fail-with-body).
     #[arg(short = 'f', long = "fail")]
     pub fail: bool,
 
@@ -421,7 +560,8 @@ pub struct OutputArgs {
     /// One line per attempt and per wait on stderr: the answer or error, the
     /// server's delay, the wait chosen and why; and, as curl -v shows them,
     /// each request's head ("> GET /path HTTP/1.1", then abide's headers,
-    /// credentials masked; not the framing headers ureq adds) and each
+    /// names in lower case as they are sent, credentials masked; not the
+    /// framing headers ureq adds) and each
     /// answer's head ("< HTTP/1.1 200 OK", then its headers, as -i writes
     /// them).
     #[arg(short = 'v', long, env = "ABIDE_VERBOSE", value_parser = FalseyValueParser::new())]
@@ -453,8 +593,8 @@ pub struct AgentArgs {
     /// A 2xx answer succeeds only if its body is JSON with a value (null and
     /// [] included) at this RFC 6901 JSON Pointer (repeatable); else
     /// INVALID_RESPONSE, not retried.
-    #[arg(long, value_name = "POINTER", value_parser = parse_pointer)]
-    pub require: Vec<String>,
+    #[arg(long, value_name = "POINTER", value_parser = JsonPointer::parse)]
+    pub require: Vec<JsonPointer>,
 
     /// Refuse, unsent, a request identical to one that ended NON_RETRYABLE or
     /// INVALID_RESPONSE N times in a row within 10 minutes (NO_PROGRESS);
@@ -501,8 +641,8 @@ pub struct AgentArgs {
     /// Pointer, e.g. /id): the outcome's operation_id (else a 201's
     /// Location), kept with the --task. The body is held in memory to read
     /// it, up to 64MiB, as for --require.
-    #[arg(long = "id-pointer", value_name = "POINTER", value_parser = parse_pointer)]
-    pub id_pointer: Option<String>,
+    #[arg(long = "id-pointer", value_name = "POINTER", value_parser = JsonPointer::parse)]
+    pub id_pointer: Option<JsonPointer>,
 
     /// Append one JSON record to FILE (0600) for each run that ends
     /// SIDE_EFFECT_UNKNOWN, NO_PROGRESS or NEEDS_HUMAN: what was sent where,
@@ -512,11 +652,31 @@ pub struct AgentArgs {
     pub escalate: Option<PathBuf>,
 }
 
+/// How a --data-* value is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataKind {
+    /// `-d`, `--data-ascii`: @FILE without its line ends.
+    Text,
+    /// `--data-raw`: no @FILE.
+    Raw,
+    /// `--data-binary`: @FILE byte for byte.
+    Binary,
+    /// `--data-urlencode`.
+    UrlEncode,
+}
+
+/// One --data-* value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Data {
+    pub kind: DataKind,
+    pub value: String,
+}
+
 /// A `-H` header: `None` as the value removes a default header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
-    pub name: String,
-    pub value: Option<String>,
+    pub name: ureq::http::HeaderName,
+    pub value: Option<ureq::http::HeaderValue>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -564,16 +724,6 @@ fn parse_max_body(text: &str) -> Result<u64, String> {
     Ok(size)
 }
 
-fn parse_pointer(text: &str) -> Result<String, String> {
-    if text.is_empty() || text.starts_with('/') {
-        Ok(text.to_string())
-    } else {
-        Err(format!(
-            "`{text}` is not a JSON Pointer (RFC 6901): it must start with / (e.g. /data/items)"
-        ))
-    }
-}
-
 fn parse_method(text: &str) -> Result<String, String> {
     if !text.is_empty() && text.bytes().all(is_token_byte) {
         Ok(text.to_string())
@@ -586,24 +736,23 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// A `-H` value. Errors never quote the value, which may be a credential.
+/// A `-H` value, as the HTTP crate's own types (which check the name is a
+/// token). Errors never quote the value, which may be a credential.
 pub fn parse_header(text: &str) -> Result<Header, String> {
     let (name, value) = text
         .split_once(':')
         .ok_or_else(|| "a -H value has no colon; write it as \"Name: value\"".to_string())?;
-    let name = name.trim();
-    if name.is_empty() || !name.bytes().all(is_token_byte) {
-        return Err("a -H header name may hold only letters, digits and !#$%&'*+-.^_`|~".into());
-    }
+    let name = ureq::http::HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| "a -H header name may hold only letters, digits and !#$%&'*+-.^_`|~")?;
     let value = value.trim();
     let value = (!value.is_empty())
         .then(|| parse_header_value(value))
         .transpose()
-        .map_err(|e| format!("header {name}: {e}"))?;
-    Ok(Header {
-        name: name.to_string(),
-        value,
-    })
+        .map_err(|e| format!("header {name}: {e}"))?
+        .map(|value| ureq::http::HeaderValue::from_bytes(value.as_bytes()))
+        .transpose()
+        .map_err(|_| format!("header {name}: not a header value"))?;
+    Ok(Header { name, value })
 }
 
 pub(crate) fn parse_header_value(text: &str) -> Result<String, String> {
@@ -681,6 +830,9 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let mut command = command();
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let args = config::expand(args, &command)
+        .map_err(|why| command.error(ErrorKind::ValueValidation, why))?;
     let matches = command.try_get_matches_from_mut(args)?;
     if matches.contains_id("retry")
         && matches.value_source("attempts") == Some(ValueSource::CommandLine)
@@ -691,8 +843,42 @@ where
         ));
     }
     let mut cli = Cli::from_arg_matches(&matches)?;
+    let data = [
+        ("data", DataKind::Text),
+        ("data_ascii", DataKind::Text),
+        ("data_raw", DataKind::Raw),
+        ("data_binary", DataKind::Binary),
+        ("data_urlencode", DataKind::UrlEncode),
+    ];
+    cli.request.data_parts = in_order(&matches, &data)
+        .into_iter()
+        .map(|(kind, value)| Data { kind, value })
+        .collect();
+    cli.request.form_parts = in_order(&matches, &[("form", false), ("form_string", true)]);
     cli.policy.budget_given = matches.value_source("budget") == Some(ValueSource::CommandLine);
     Ok(cli)
+}
+
+/// The values of the flags `ids` name, each with its flag's tag, in the
+/// order of the command line: curl joins --data* values, and -F parts, so.
+fn in_order<K: Copy>(matches: &clap::ArgMatches, ids: &[(&str, K)]) -> Vec<(K, String)> {
+    let mut values: Vec<(usize, K, String)> = Vec::new();
+    for &(id, kind) in ids {
+        if let (Some(indices), Some(given)) =
+            (matches.indices_of(id), matches.get_many::<String>(id))
+        {
+            values.extend(
+                indices
+                    .zip(given)
+                    .map(|(i, value)| (i, kind, value.clone())),
+            );
+        }
+    }
+    values.sort_by_key(|(i, _, _)| *i);
+    values
+        .into_iter()
+        .map(|(_, kind, value)| (kind, value))
+        .collect()
 }
 
 /// The command with its generated long help; `--help`, completions and the
@@ -812,13 +998,9 @@ mod tests {
 
     #[test]
     fn headers() {
-        assert_eq!(
-            parse_header("X-A:  b c ").unwrap(),
-            Header {
-                name: "X-A".into(),
-                value: Some("b c".into())
-            }
-        );
+        let header = parse_header("X-A:  b c ").unwrap();
+        assert_eq!(header.name, "x-a");
+        assert_eq!(header.value.unwrap(), "b c");
         assert_eq!(parse_header("User-Agent:").unwrap().value, None);
         for bad in [
             "nocolon",

@@ -10,16 +10,22 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, Result};
+use ureq::http::{HeaderValue, header};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
-use ureq::unversioned::transport::{Connector, DefaultConnector};
+use ureq::unversioned::transport::{
+    ConnectProxyConnector, Connector, RustlsConnector, SocksConnector, TcpConnector,
+};
 use ureq::{Agent, SendBody, Timeout};
 
+use crate::edge::cookies::Jar;
 use crate::edge::decode;
+use crate::edge::net::{self, Net, Observe, Paced, Step};
 use crate::edge::reset::{ResetIsNoEnd, is_reset};
+use crate::edge::tls::TlsStep;
 use crate::rules::attempt::Phase;
 use crate::rules::resume;
 
@@ -38,8 +44,17 @@ pub enum Body {
 pub struct Request {
     pub method: String,
     pub url: String,
-    pub headers: Vec<(String, String)>,
+    /// Every value of a name is sent, as curl sends every -H.
+    pub headers: ureq::http::HeaderMap,
     pub body: Body,
+}
+
+impl Request {
+    /// The Idempotency-Key the request carries: what is sent decides.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        let value = self.headers.get("idempotency-key")?;
+        value.to_str().ok()
+    }
 }
 
 /// Connection settings that stay the same for the whole run.
@@ -55,6 +70,9 @@ pub struct Settings {
     /// `max_ratio` times their encoded size.
     pub compressed: bool,
     pub max_ratio: u64,
+    /// curl's connection flags: cookies, where names connect, client
+    /// certificate, .netrc, pace.
+    pub net: Net,
 }
 
 /// Time limits for one attempt.
@@ -127,6 +145,9 @@ pub struct Http {
     follow_redirects: bool,
     compressed: bool,
     max_ratio: u64,
+    /// The cookie engine, shared by every attempt; `None` when it is off.
+    jar: Option<Arc<Mutex<Jar>>>,
+    net: Arc<Net>,
     /// Shared with the thread of the attempt in flight.
     request: Arc<Request>,
     interrupted: Arc<AtomicBool>,
@@ -179,28 +200,76 @@ impl Http {
             // The plan adds these itself, so that -H "Name:" can remove them.
             .user_agent(ureq::config::AutoHeaderValue::None)
             .accept(ureq::config::AutoHeaderValue::None)
-            .accept_encoding(ureq::config::AutoHeaderValue::None)
-            .tls_config(tls.build());
+            .accept_encoding(ureq::config::AutoHeaderValue::None);
+        let net = &settings.net;
         if let Some(proxy) = &settings.proxy {
-            let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
+            let proxy = match &net.proxy_user {
+                Some(user) => net::with_user(proxy, user),
+                None => proxy.clone(),
+            };
+            let proxy =
+                ureq::Proxy::new(&proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
             config = config.proxy(Some(proxy));
         }
-        let agent = match (&settings.cacert, ca_certs) {
-            (Some(path), Some(certs)) if !settings.insecure => {
-                crate::edge::tls::agent_trusting(config.build(), &certs)
-                    .with_context(|| format!("--cacert {}", path.display()))?
-            }
-            _ => Agent::with_parts(
-                config.build(),
-                DefaultConnector::default().chain(ResetIsNoEnd),
-                ureq::unversioned::resolver::DefaultResolver::default(),
+        if net.no_proxy {
+            config = config.proxy(None);
+        }
+        config = config.ip_family(net.family);
+        let client = match &net.client_cert {
+            Some((cert, key)) => Some(crate::edge::tls::client_cert(cert, key.as_deref())?),
+            None => None,
+        };
+        if let Some(client) = &client {
+            tls = tls.client_cert(Some(client.clone()));
+        }
+        let config = config.tls_config(tls.build()).build();
+        let tls_step = match (&settings.cacert, ca_certs) {
+            (Some(path), Some(certs)) if !settings.insecure => TlsStep::Exact(
+                crate::edge::tls::CaFile::new(&certs, client.as_ref())
+                    .with_context(|| format!("--cacert {}", path.display()))?,
             ),
+            _ => TlsStep::Ureq(RustlsConnector::default()),
+        };
+        let observed = &net.observed;
+        let observe = |step| Observe {
+            step,
+            observed: observed.clone(),
+        };
+        // ureq's own chain, with the TLS step chosen above, and notes of when
+        // each step is done for -w.
+        let connector =
+            ().chain(net::UnixSocket(net.unix_socket.clone()))
+                .chain(SocksConnector::default())
+                .chain(ConnectProxyConnector::default())
+                .chain(TcpConnector::default())
+                .chain(observe(Step::Tcp))
+                .chain(tls_step)
+                .chain(observe(Step::Tls))
+                .chain(ResetIsNoEnd);
+        let resolver = net::Resolve {
+            pinned: net.pinned.clone(),
+            redirected: net.redirected.clone(),
+            unix_socket: net.unix_socket.is_some(),
+            observed: observed.clone(),
+        };
+        let jar = match (&net.cookie_files[..], &net.cookie_jar) {
+            ([], None) => None,
+            (files, _) => {
+                let mut jar = Jar::default();
+                for file in files {
+                    jar.read(file, net.junk_session)
+                        .with_context(|| format!("cannot read -b {}", file.display()))?;
+                }
+                Some(Arc::new(Mutex::new(jar)))
+            }
         };
         Ok(Http {
-            agent,
+            agent: Agent::with_parts(config, connector, resolver),
             follow_redirects: settings.follow_redirects,
             compressed: settings.compressed,
             max_ratio: settings.max_ratio,
+            jar,
+            net: Arc::new(net.clone()),
             request: Arc::new(request),
             interrupted: Arc::default(),
         })
@@ -211,9 +280,13 @@ impl Http {
     pub fn for_request(&self, request: Request) -> Http {
         Http {
             agent: self.agent.clone(),
+            follow_redirects: self.follow_redirects,
+            compressed: self.compressed,
+            max_ratio: self.max_ratio,
+            jar: self.jar.clone(),
+            net: Arc::clone(&self.net),
             request: Arc::new(request),
             interrupted: Arc::default(),
-            ..*self
         }
     }
 
@@ -238,8 +311,65 @@ impl Http {
     }
 }
 
-/// Redirects followed at most, per attempt, with -L.
-const MAX_REDIRECTS: usize = 10;
+/// What every hop of an attempt adds to its request, and keeps of its answer.
+struct Hops<'a> {
+    agent: &'a Agent,
+    follow: bool,
+    /// The request has a Cookie header of the user's (-H): as curl, no
+    /// other cookies are sent then, on any hop.
+    own_cookie: bool,
+    jar: Option<&'a Mutex<Jar>>,
+    net: &'a Net,
+}
+
+impl Hops<'_> {
+    /// The hop's request with what curl adds per host: the engine's
+    /// cookies before any `-b` string, and a `.netrc` login where the
+    /// request has no Authorization of its own.
+    fn dressed(&self, hop: &Request) -> Request {
+        let mut dressed = hop.clone();
+        let url = url::Url::parse(&hop.url).ok();
+        let engine = self
+            .jar
+            .zip(url.as_ref())
+            .and_then(|(jar, url)| jar.lock().ok()?.header(url));
+        let cookie: Vec<&str> = engine
+            .iter()
+            .map(String::as_str)
+            .chain(self.net.cookie.as_deref())
+            .collect();
+        if !cookie.is_empty()
+            && !self.own_cookie
+            && let Ok(value) = HeaderValue::try_from(cookie.join("; "))
+        {
+            dressed.headers.append(header::COOKIE, value);
+        }
+        let has_auth = hop.headers.contains_key(header::AUTHORIZATION);
+        let host = url.as_ref().and_then(|u| u.host_str()).unwrap_or_default();
+        if let (false, Some(login)) = (has_auth, net::login_for(&self.net.logins, host)) {
+            use base64::Engine as _;
+            let pair = format!("{}:{}", login.login, login.password);
+            let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+            if let Ok(value) = HeaderValue::try_from(format!("Basic {encoded}")) {
+                dressed.headers.append(header::AUTHORIZATION, value);
+            }
+        }
+        dressed
+    }
+
+    /// Keeps the cookies an answer to `url` sets.
+    fn keep_cookies(&self, url: &str, response: &ureq::http::Response<ureq::Body>) {
+        let (Some(jar), Ok(url)) = (self.jar, url::Url::parse(url)) else {
+            return;
+        };
+        let Ok(mut jar) = jar.lock() else { return };
+        for value in response.headers().get_all("set-cookie") {
+            if let Ok(value) = value.to_str() {
+                jar.insert(value, &url);
+            }
+        }
+    }
+}
 
 /// One attempt, start to response head, on the attempt's own thread; with
 /// -L, through its redirects as curl follows them: 307 and 308 re-send the
@@ -247,23 +377,29 @@ const MAX_REDIRECTS: usize = 10;
 /// GET; credentials and cookies go on to the same origin only; a
 /// Retry-After on a redirect is waited before following it.
 fn attempt(
-    agent: &Agent,
+    hops: &Hops,
     request: &Request,
     limits: Limits,
-    follow: bool,
     resume: Option<&resume::From>,
 ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
     let start = Instant::now();
+    let observed = &hops.net.observed;
+    observed.start();
     let mut hop = request.clone();
     // After a redirect other than 307 or 308, a server may have acted on the
     // request: a later hop that fails before sending must not read as a
     // request never sent (a POST answered 303 would be sent again).
     let mut acted_on = false;
-    for _ in 0..=MAX_REDIRECTS {
+    let mut followed = 0;
+    loop {
+        observed.update(|t| {
+            t.url = Some(hop.url.clone());
+            t.redirects = followed;
+        });
         let spent = start.elapsed();
         let response = send_one(
-            agent,
-            &hop,
+            hops.agent,
+            &hops.dressed(&hop),
             Limits {
                 head: limits.head.saturating_sub(spent),
                 total: limits.total.map(|t| t.saturating_sub(spent)),
@@ -277,14 +413,23 @@ fn attempt(
             }
             failure
         })?;
+        hops.keep_cookies(&hop.url, &response);
         let status = response.status().as_u16();
         let location = response
             .headers()
             .get("location")
             .and_then(|v| v.to_str().ok());
-        let (true, 301 | 302 | 303 | 307 | 308, Some(location)) = (follow, status, location) else {
+        let (true, 301 | 302 | 303 | 307 | 308, Some(location)) = (hops.follow, status, location)
+        else {
             return Ok(response);
         };
+        if let Some(most) = hops.net.max_redirects.filter(|&most| followed >= most) {
+            // curl's words for its error 47; following them again ends the same.
+            return Err(Failure {
+                phase: Phase::Final,
+                message: format!("Maximum ({most}) redirects followed"),
+            });
+        }
         let next = redirect_target(&hop.url, location)?;
         let headers = response
             .headers()
@@ -306,12 +451,9 @@ fn attempt(
             std::thread::sleep(wait.delay);
         }
         acted_on |= !matches!(status, 307 | 308);
-        hop = redirected(hop, status, next);
+        hop = redirected(hop, status, next, hops.net.location_trusted);
+        followed += 1;
     }
-    Err(Failure {
-        phase: Phase::Final,
-        message: format!("more than {MAX_REDIRECTS} redirects"),
-    })
 }
 
 /// The absolute URL a `Location` points to, from the URL that was sent.
@@ -332,22 +474,20 @@ fn redirect_target(base: &str, location: &str) -> Result<String, Failure> {
     }
 }
 
-/// The request a redirect asks for next.
-fn redirected(mut request: Request, status: u16, url: String) -> Request {
+/// The request a redirect asks for next; credentials and cookies go on to
+/// another origin only when `trusted` (`--location-trusted`).
+fn redirected(mut request: Request, status: u16, url: String, trusted: bool) -> Request {
     let to_get = status == 303 && request.method != "HEAD"
         || matches!(status, 301 | 302) && request.method == "POST";
     if to_get {
         request.method = "GET".into();
         request.body = Body::Empty;
-        request.headers.retain(|(name, _)| {
-            !name.eq_ignore_ascii_case("content-type")
-                && !name.eq_ignore_ascii_case("content-length")
-        });
+        request.headers.remove(ureq::http::header::CONTENT_TYPE);
+        request.headers.remove(ureq::http::header::CONTENT_LENGTH);
     }
-    if origin(&request.url) != origin(&url) {
-        request.headers.retain(|(name, _)| {
-            !name.eq_ignore_ascii_case("authorization") && !name.eq_ignore_ascii_case("cookie")
-        });
+    if !trusted && origin(&request.url) != origin(&url) {
+        request.headers.remove(ureq::http::header::AUTHORIZATION);
+        request.headers.remove(ureq::http::header::COOKIE);
     }
     request.url = url;
     request
@@ -374,7 +514,7 @@ fn send_one(
         .method(request.method.as_str())
         .uri(request.url.as_str());
     for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
+        builder = builder.header(name, value);
     }
     for (name, value) in resume.iter().flat_map(|from| from.headers()) {
         builder = builder.header(name, value);
@@ -432,17 +572,35 @@ impl Transport for Http {
         if self.interrupted.load(Ordering::SeqCst) {
             return Err(self.interrupted());
         }
+        // A body that must keep -Y bytes/s cannot go -y without a byte.
+        let limits = match self.net.speed {
+            Some(speed) => Limits {
+                stall: limits.stall.min(speed.over),
+                ..limits
+            },
+            None => limits,
+        };
         let deadline = Instant::now() + limits.head;
         let (done, result) = mpsc::sync_channel(1);
         let agent = self.agent.clone();
         let request = Arc::clone(&self.request);
         let resume = resume.cloned();
         let follow = self.follow_redirects;
+        let jar = self.jar.clone();
+        let net = Arc::clone(&self.net);
         std::thread::Builder::new()
             .name("abide-attempt".into())
             .spawn(move || {
+                let own_cookie = request.headers.contains_key(header::COOKIE);
+                let hops = Hops {
+                    agent: &agent,
+                    follow,
+                    own_cookie,
+                    jar: jar.as_deref(),
+                    net: &net,
+                };
                 // The caller may have stopped listening; that is fine.
-                let _ = done.send(attempt(&agent, &request, limits, follow, resume.as_ref()));
+                let _ = done.send(attempt(&hops, &request, limits, resume.as_ref()));
             })
             .map_err(|e| Failure {
                 phase: Phase::BeforeSend,
@@ -492,11 +650,16 @@ impl Transport for Http {
                 )
             })
             .collect();
-        let body = Box::new(Interruptible {
-            body: response.into_body().into_reader(),
-            interrupted: Arc::clone(&self.interrupted),
-            stall: limits.stall,
-        });
+        let body = Box::new(Paced::new(
+            Interruptible {
+                body: response.into_body().into_reader(),
+                interrupted: Arc::clone(&self.interrupted),
+                stall: limits.stall,
+            },
+            self.net.limit_rate,
+            self.net.speed,
+            Arc::clone(&self.interrupted),
+        ));
         let encoding = headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
@@ -512,6 +675,21 @@ impl Transport for Http {
             decoded,
             body,
         })
+    }
+}
+
+impl Drop for Http {
+    /// `-c FILE`: the jar is written once, as the run ends, as curl writes it.
+    fn drop(&mut self) {
+        if let (Some(jar), Some(path)) = (&self.jar, &self.net.cookie_jar)
+            && let Ok(jar) = jar.lock()
+            && let Err(e) = jar.write(path)
+        {
+            eprintln!(
+                "abide: warning: cannot write the cookie jar -c {}: {e}",
+                path.display()
+            );
+        }
     }
 }
 

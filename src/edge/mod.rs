@@ -3,8 +3,10 @@
 //! that cancel a run.
 
 pub mod cancel;
+pub mod cookies;
 pub mod decode;
 pub mod http;
+pub mod net;
 pub mod reset;
 pub mod sink;
 pub mod tls;

@@ -2,6 +2,7 @@
 //! is in, or a file that is written beside its destination and renamed into
 //! place only on success, so a failed run never leaves a partial or
 //! clobbered file. Either can take the rest of a body that broke off.
+//! Whether a file already there may be replaced is decided at that rename.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
@@ -29,6 +30,8 @@ pub enum Sink {
         temp: PathBuf,
         file: File,
         target: PathBuf,
+        /// What the rename may do to a file already at `target`.
+        clobber: Clobber,
         /// The body's bytes in the file (a head before them not counted).
         len: u64,
         /// `-i`: the head of the answer whose body comes next, written
@@ -48,6 +51,28 @@ pub enum Sink {
         limit: u64,
         truncated: bool,
     },
+}
+
+/// What putting a file in place may do to a file of its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clobber {
+    /// Replace it (-o, -O, and -J with --clobber).
+    #[default]
+    Replace,
+    /// Leave it and fail (-J, as curl).
+    Refuse,
+    /// Leave it and take NAME.1 … NAME.99 (--no-clobber).
+    Number,
+}
+
+/// How `-o FILE` is prepared.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FileOptions {
+    /// `-C -`: the existing file is the start of the body.
+    pub resume: bool,
+    /// `--create-dirs`: the file's missing directories are created.
+    pub create_dirs: bool,
+    pub clobber: Clobber,
 }
 
 /// How much of a body stdout holds back before writing any of it.
@@ -126,10 +151,15 @@ impl Sink {
     }
 
     /// Prepares `-o PATH` before anything is sent, so that an unwritable
-    /// destination costs no request. With `resume`, an existing regular file
-    /// is copied into the temporary file, whose end is where the body
-    /// continues (`-C -`).
-    pub fn file(target: &Path, resume: bool) -> io::Result<Sink> {
+    /// destination costs no request. With `options.resume`, an existing
+    /// regular file is copied into the temporary file, whose end is where
+    /// the body continues (`-C -`).
+    pub fn file(target: &Path, options: &FileOptions) -> io::Result<Sink> {
+        if let Some(dir) = target.parent().filter(|_| options.create_dirs)
+            && !dir.as_os_str().is_empty()
+        {
+            fs::create_dir_all(dir)?;
+        }
         // Through a symlink, replace the file it points to, not the link.
         let resolved = fs::canonicalize(target)
             .ok()
@@ -168,7 +198,7 @@ impl Sink {
         if let Ok(meta) = fs::metadata(target) {
             // Keep the permissions of the file being replaced.
             let _ = fs::set_permissions(&temp, meta.permissions());
-            if resume {
+            if options.resume {
                 let copied = File::open(target).and_then(|mut old| io::copy(&mut old, &mut file));
                 len = copied.inspect_err(|_| {
                     let _ = fs::remove_file(&temp);
@@ -179,6 +209,7 @@ impl Sink {
             temp,
             file,
             target: target.to_path_buf(),
+            clobber: options.clobber,
             len,
             head: None,
         })
@@ -294,17 +325,53 @@ impl Sink {
     /// failed runs never see a partial file. It is not preceded by an fsync
     /// (as curl does not sync either): that would halve `-o` throughput for
     /// a guarantee only a power cut right after the run could need.
+    /// Without [`Clobber::Replace`], the file is linked into place, which
+    /// fails, atomically too, where a file of the name exists.
     pub fn commit(self) -> io::Result<()> {
         match self {
             Sink::Atomic {
-                temp, file, target, ..
+                temp,
+                file,
+                target,
+                clobber,
+                ..
             } => {
                 drop(file);
-                fs::rename(&temp, &target).inspect_err(|_| {
-                    let _ = fs::remove_file(&temp);
-                })
+                let placed = match clobber {
+                    Clobber::Replace => fs::rename(&temp, &target),
+                    Clobber::Refuse => link(&temp, &target),
+                    Clobber::Number => {
+                        let mut placed = link(&temp, &target);
+                        for n in 1..100 {
+                            if !placed
+                                .as_ref()
+                                .is_err_and(|e| e.kind() == io::ErrorKind::AlreadyExists)
+                            {
+                                break;
+                            }
+                            let mut name = target.clone().into_os_string();
+                            name.push(format!(".{n}"));
+                            placed = link(&temp, Path::new(&name));
+                        }
+                        placed
+                    }
+                };
+                let _ = fs::remove_file(&temp);
+                placed
             }
             Sink::Stdout { .. } | Sink::Direct { .. } | Sink::Capture { .. } => Ok(()),
+        }
+    }
+
+    /// `-J`: the file goes in place under `name` (a plain file name, in the
+    /// directory of the planned one), with what `clobber` allows.
+    pub fn rename(&mut self, name: &str, to_clobber: Clobber) {
+        if let Sink::Atomic {
+            target, clobber, ..
+        } = self
+        {
+            target.set_file_name(name);
+            *clobber = to_clobber;
         }
     }
 
@@ -342,6 +409,39 @@ impl Sink {
             Sink::Stdout { .. } | Sink::Direct { .. } | Sink::Capture { .. } => Ok(()),
         }
     }
+}
+
+/// Puts `temp` at `target` unless a file is there; `temp` stays.
+fn link(temp: &Path, target: &Path) -> io::Result<()> {
+    fs::hard_link(temp, target).map_err(|e| {
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            io::Error::new(
+                e.kind(),
+                format!("{} exists and is left as it was", target.display()),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// The plain file name a Content-Disposition value gives, as curl's -J
+/// takes it: the `filename=` parameter, quoted or bare, without any
+/// directory before its last / or \; none if nothing is left, `.`, `..`,
+/// or a name with control characters (a terminal escape in `ls`).
+pub fn disposition_name(value: &str) -> Option<String> {
+    let start = value
+        .split(';')
+        .map(str::trim_start)
+        .find_map(|param| param.strip_prefix("filename="))?;
+    let name = match start.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next().unwrap_or_default(),
+        None => start.split([';', ' ', '\t']).next().unwrap_or_default(),
+    };
+    let name = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let name = name.split(['\r', '\n']).next().unwrap_or_default();
+    let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(char::is_control);
+    plain.then(|| name.to_string())
 }
 
 /// Removes the temporary files that runs killed outright (SIGKILL, a crash,
@@ -511,7 +611,7 @@ mod tests {
         let dir = temp_dir("keep");
         let target = dir.join("out.json");
         fs::write(&target, "old").unwrap();
-        let mut sink = Sink::file(&target, false).unwrap();
+        let mut sink = Sink::file(&target, &FileOptions::default()).unwrap();
         let err = sink.deliver(&mut BreaksOff(10), Start::Over).unwrap_err();
         assert!(matches!(err, DeliverError::Read(_)));
         assert_eq!(sink.held(), 10);
@@ -524,7 +624,7 @@ mod tests {
     fn retried_delivery_starts_over_and_commits() {
         let dir = temp_dir("retry");
         let target = dir.join("out.bin");
-        let mut sink = Sink::file(&target, false).unwrap();
+        let mut sink = Sink::file(&target, &FileOptions::default()).unwrap();
         assert!(sink.deliver(&mut BreaksOff(100), Start::Over).is_err());
         assert_eq!(sink.deliver(&mut &b"complete"[..], Start::Over).unwrap(), 8);
         sink.commit().unwrap();
@@ -536,7 +636,7 @@ mod tests {
     fn a_resumed_delivery_appends_and_an_existing_file_can_be_continued() {
         let dir = temp_dir("resume");
         let target = dir.join("out.bin");
-        let mut sink = Sink::file(&target, false).unwrap();
+        let mut sink = Sink::file(&target, &FileOptions::default()).unwrap();
         assert!(sink.deliver(&mut BreaksOff(100), Start::Over).is_err());
         assert_eq!(sink.held(), 100);
         assert_eq!(sink.deliver(&mut &b"end"[..], Start::Held).unwrap(), 3);
@@ -547,7 +647,14 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), expected);
 
         // -C -: the old file is the start of the body.
-        let mut sink = Sink::file(&target, true).unwrap();
+        let mut sink = Sink::file(
+            &target,
+            &FileOptions {
+                resume: true,
+                ..FileOptions::default()
+            },
+        )
+        .unwrap();
         assert_eq!(sink.held(), 103);
         sink.deliver(&mut &b"!"[..], Start::Held).unwrap();
         sink.commit().unwrap();
@@ -618,7 +725,9 @@ mod tests {
     fn an_including_file_holds_the_final_head_before_the_body() {
         let dir = temp_dir("include");
         let target = dir.join("out.txt");
-        let mut sink = Sink::file(&target, false).unwrap().include();
+        let mut sink = Sink::file(&target, &FileOptions::default())
+            .unwrap()
+            .include();
         sink.head("HTTP/1.1 200 OK\r\na: 1\r\n\r\n");
         assert!(sink.deliver(&mut BreaksOff(5), Start::Over).is_err());
         sink.head("HTTP/1.1 200 OK\r\na: 2\r\n\r\n");
@@ -648,7 +757,7 @@ mod tests {
         let link = dir.join("link.json");
         fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let mut sink = Sink::file(&link, false).unwrap();
+        let mut sink = Sink::file(&link, &FileOptions::default()).unwrap();
         sink.deliver(&mut &b"new"[..], Start::Over).unwrap();
         sink.commit().unwrap();
         assert!(
@@ -679,8 +788,75 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_may_not_be_replaced_is_left_or_numbered() {
+        let dir = temp_dir("clobber");
+        let target = dir.join("out.txt");
+        fs::write(&target, "old").unwrap();
+        let options = |clobber| FileOptions {
+            clobber,
+            ..FileOptions::default()
+        };
+        let mut sink = Sink::file(&target, &options(Clobber::Refuse)).unwrap();
+        sink.deliver(&mut &b"new"[..], Start::Over).unwrap();
+        assert!(sink.commit().is_err());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "old");
+        for expected in ["out.txt.1", "out.txt.2"] {
+            let mut sink = Sink::file(&target, &options(Clobber::Number)).unwrap();
+            sink.deliver(&mut &b"new"[..], Start::Over).unwrap();
+            sink.commit().unwrap();
+            assert_eq!(fs::read_to_string(dir.join(expected)).unwrap(), "new");
+        }
+        let mut sink = Sink::file(&target, &options(Clobber::Refuse)).unwrap();
+        sink.rename("other.txt", Clobber::Refuse);
+        sink.deliver(&mut &b"named"[..], Start::Over).unwrap();
+        sink.commit().unwrap();
+        assert_eq!(fs::read_to_string(dir.join("other.txt")).unwrap(), "named");
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            4,
+            "no temporary file left"
+        );
+        let nested = dir.join("a/b/c.txt");
+        let options = FileOptions {
+            create_dirs: true,
+            ..FileOptions::default()
+        };
+        let mut sink = Sink::file(&nested, &options).unwrap();
+        sink.deliver(&mut &b"deep"[..], Start::Over).unwrap();
+        sink.commit().unwrap();
+        assert_eq!(fs::read_to_string(&nested).unwrap(), "deep");
+    }
+
+    #[test]
+    fn a_disposition_gives_a_plain_name_only() {
+        let name = |v| disposition_name(v);
+        assert_eq!(name("attachment; filename=\"r.csv\""), Some("r.csv".into()));
+        assert_eq!(
+            name("attachment; filename=r.csv; size=3"),
+            Some("r.csv".into())
+        );
+        assert_eq!(
+            name("attachment; filename=\"../../etc/passwd\""),
+            Some("passwd".into())
+        );
+        assert_eq!(
+            name("attachment; filename=\"C:\\\\x\\\\evil.dll\""),
+            Some("evil.dll".into())
+        );
+        for none in [
+            "attachment; filename=\"a\x1b[31m.txt\"",
+            "attachment",
+            "attachment; filename=\"dir/\"",
+            "inline; filename=..",
+            "x; filename=\"\"",
+        ] {
+            assert_eq!(name(none), None, "{none}");
+        }
+    }
+
+    #[test]
     fn special_files_are_written_directly() {
-        let mut sink = Sink::file(Path::new("/dev/null"), false).unwrap();
+        let mut sink = Sink::file(Path::new("/dev/null"), &FileOptions::default()).unwrap();
         assert!(matches!(sink, Sink::Direct { .. }));
         assert_eq!(sink.deliver(&mut &b"abc"[..], Start::Over).unwrap(), 3);
         sink.commit().unwrap();

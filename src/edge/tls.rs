@@ -4,57 +4,89 @@
 //! -x509` makes, marked CA:TRUE) is used, and webpki alone refuses it as a
 //! CA used as an end entity. ureq 3 has no hook for a certificate verifier,
 //! so this is a TLS connector in its connector chain, as its own rustls one.
+//!
+//! Also `--cert`/`--key`: a client certificate and its key, from PEM files.
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{WebPkiServerVerifier, verify_server_name};
+use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
-use ureq::Agent;
-use ureq::tls::Certificate;
-use ureq::unversioned::resolver::DefaultResolver;
+use ureq::tls::{Certificate, ClientCert, PemItem};
 use ureq::unversioned::transport::{
-    Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
-    SocksConnector, TcpConnector, Transport, TransportAdapter,
+    Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, RustlsConnector,
+    Transport, TransportAdapter,
 };
 
-/// An agent that trusts `certs` as `--cacert` means it.
-pub fn agent_trusting(
-    config: ureq::config::Config,
-    certs: &[Certificate<'static>],
-) -> anyhow::Result<Agent> {
-    let certs: Vec<CertificateDer<'static>> = certs
+/// The TLS step of the connector chain: ureq's own, or the one that
+/// trusts `--cacert` as curl does.
+#[derive(Debug)]
+pub enum TlsStep {
+    Ureq(RustlsConnector),
+    Exact(CaFile),
+}
+
+impl<In: Transport> Connector<In> for TlsStep {
+    type Out = Box<dyn Transport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        Ok(match self {
+            TlsStep::Ureq(step) => step.connect(details, chained)?.map(Transport::boxed),
+            TlsStep::Exact(step) => step.connect(details, chained)?.map(Transport::boxed),
+        })
+    }
+}
+
+/// `--cert FILE` and `--key FILE`: the certificate chain and the private
+/// key, from PEM; without `--key` the key is looked for in the cert file,
+/// as curl does.
+pub fn client_cert(cert: &Path, key: Option<&Path>) -> anyhow::Result<ClientCert> {
+    let read = |path: &Path| -> anyhow::Result<Vec<PemItem<'static>>> {
+        let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        ureq::tls::parse_pem(&pem)
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("{} is not valid PEM", path.display()))
+    };
+    let items = read(cert)?;
+    let certs: Vec<Certificate<'static>> = items
         .iter()
-        .map(|c| CertificateDer::from(c.der().to_vec()))
+        .filter_map(|item| match item {
+            PemItem::Certificate(c) => Some(c.clone()),
+            _ => None,
+        })
         .collect();
-    let mut roots = RootCertStore::empty();
-    roots.add_parsable_certificates(certs.iter().cloned());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .build()
-        .map_err(|e| anyhow::anyhow!("no usable CA certificate ({e})"))?;
-    let tls = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .dangerous()
-        // Not dangerous: every certificate is still verified, by webpki
-        // or by being exactly one the user gave.
-        .with_custom_certificate_verifier(Arc::new(Exact { certs, webpki }))
-        .with_no_client_auth();
-    // ureq's own chain, with this TLS step in place of its rustls one.
-    let connector =
-        ().chain(SocksConnector::default())
-            .chain(ConnectProxyConnector::default())
-            .chain(TcpConnector::default())
-            .chain(CaFile { tls: Arc::new(tls) })
-            .chain(crate::edge::reset::ResetIsNoEnd);
-    Ok(Agent::with_parts(
-        config,
-        connector,
-        DefaultResolver::default(),
-    ))
+    anyhow::ensure!(
+        !certs.is_empty(),
+        "--cert {} holds no certificate",
+        cert.display()
+    );
+    let key_items = match key {
+        Some(path) => read(path)?,
+        None => items,
+    };
+    let private = key_items
+        .into_iter()
+        .find_map(|item| match item {
+            PemItem::PrivateKey(k) => Some(k),
+            _ => None,
+        })
+        .with_context(|| {
+            format!(
+                "no unencrypted private key in {} (give it with --key FILE)",
+                key.unwrap_or(cert).display()
+            )
+        })?;
+    Ok(ClientCert::new_with_certs(&certs, private))
 }
 
 /// Trusts a server certificate that is one of `certs` exactly (and valid
@@ -107,8 +139,48 @@ impl ServerCertVerifier for Exact {
 
 /// The TLS step of the connector chain, with the `Exact` verifier.
 #[derive(Debug)]
-struct CaFile {
+pub struct CaFile {
     tls: Arc<ClientConfig>,
+}
+
+impl CaFile {
+    /// Trusts `certs` as `--cacert` means it, and shows `client` when the
+    /// server asks for a certificate.
+    pub fn new(
+        certs: &[Certificate<'static>],
+        client: Option<&ClientCert>,
+    ) -> anyhow::Result<CaFile> {
+        let certs: Vec<CertificateDer<'static>> = certs
+            .iter()
+            .map(|c| CertificateDer::from(c.der().to_vec()))
+            .collect();
+        let mut roots = RootCertStore::empty();
+        roots.add_parsable_certificates(certs.iter().cloned());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| anyhow::anyhow!("no usable CA certificate ({e})"))?;
+        let tls = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .dangerous()
+            // Not dangerous: every certificate is still verified, by webpki
+            // or by being exactly one the user gave.
+            .with_custom_certificate_verifier(Arc::new(Exact { certs, webpki }));
+        let tls = match client {
+            Some(client) => {
+                let chain = client
+                    .certs()
+                    .iter()
+                    .map(|c| CertificateDer::from(c.der().to_vec()))
+                    .collect();
+                let key = PrivateKeyDer::try_from(client.private_key().der().to_vec())
+                    .map_err(|e| anyhow::anyhow!("--key: {e}"))?;
+                tls.with_client_auth_cert(chain, key)?
+            }
+            None => tls.with_no_client_auth(),
+        };
+        Ok(CaFile { tls: Arc::new(tls) })
+    }
 }
 
 impl<In: Transport> Connector<In> for CaFile {

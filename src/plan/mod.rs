@@ -1,20 +1,31 @@
 //! From the command line to what a run needs: the request as every attempt
 //! sends it, the policy, and what must never be shown (the redactor).
 //! Every mistake found here is a usage error, before anything is sent.
+//! `plan` puts together what the resolvers below find, one concern each:
+//! the body, the URL, the headers, the output, the policy, the state.
 
+pub mod body;
 pub mod check;
+pub mod net;
 pub mod policy;
 pub mod target;
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs;
+use std::io::Read;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
+use ureq::http::header::{
+    ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_TYPE, RANGE, REFERER, USER_AGENT,
+};
+use ureq::http::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::cli::{Cli, Header};
+pub use crate::cli::OutcomeTo;
+use crate::cli::{Cli, Header, KeyChoice};
 use crate::edge::http::{Body, Request, Settings};
+use crate::edge::sink::{Clobber, FileOptions};
+use crate::plan::body::{Payload, Spooled};
 use crate::plan::target::Target;
 use crate::redact::{self, Redactor};
 use crate::report::outcome::Context;
@@ -29,28 +40,6 @@ pub enum Backend {
     Redis(String),
 }
 
-/// Where the outcome line goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutcomeTo {
-    Stderr,
-    Stdout,
-    Nowhere,
-    Append(PathBuf),
-}
-
-impl OutcomeTo {
-    /// `--outcome WHERE`; `None` for an empty one.
-    pub fn parse(text: &str) -> Option<OutcomeTo> {
-        Some(match text {
-            "" => return None,
-            "stderr" => OutcomeTo::Stderr,
-            "stdout" => OutcomeTo::Stdout,
-            "none" => OutcomeTo::Nowhere,
-            path => OutcomeTo::Append(PathBuf::from(path)),
-        })
-    }
-}
-
 #[derive(Debug)]
 pub struct Plan {
     pub request: Request,
@@ -62,9 +51,16 @@ pub struct Plan {
     pub stall: Duration,
     /// A broken-off 2xx body may be continued with a range request.
     pub resumable: bool,
+    /// `-o FILE` or `-O` (in `--output-dir`); `None` is stdout.
     pub output: Option<PathBuf>,
-    /// `-C -`: the existing output file is the start of the body.
-    pub continue_output: bool,
+    /// How the output file is prepared (`-C -`, `--create-dirs`) and put
+    /// in place.
+    pub file_options: FileOptions,
+    /// `-J`: the final answer's Content-Disposition names the file, and
+    /// what putting it in place under that name may do.
+    pub header_name: Option<Clobber>,
+    /// `--fail-with-body`: a final error answer's body is written.
+    pub fail_with_body: bool,
     /// `-N`: stdout gets every byte as it comes.
     pub no_buffer: bool,
     /// `-i`/`-I`: the answer's head goes to stdout before its body.
@@ -75,7 +71,8 @@ pub struct Plan {
     /// `-w FORMAT`, written at the end.
     pub write_out: Option<crate::report::writeout::Format>,
     pub outcome_to: OutcomeTo,
-    pub context: Context,
+    /// What the run's limits, state and breakers apply to.
+    pub scope: String,
     pub redactor: Redactor,
     /// Where the scope state lives; `None` with `--no-state`.
     pub state: Option<Backend>,
@@ -99,27 +96,30 @@ pub struct Plan {
     _spool: Option<Spooled>,
 }
 
-/// A private temporary file holding a request body, removed when dropped.
-#[derive(Debug)]
-pub struct Spooled(PathBuf);
-
-impl Drop for Spooled {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
-    }
-}
-
 impl Plan {
     /// Replaces the generated idempotency key with the one a task kept.
-    pub fn set_idempotency_key(&mut self, key: String) {
-        for (name, value) in &mut self.request.headers {
-            if name.eq_ignore_ascii_case("idempotency-key") {
-                *value = key.clone();
-            }
+    pub fn set_idempotency_key(&mut self, key: &str) -> Result<(), String> {
+        let value = HeaderValue::from_str(key)
+            .map_err(|_| "--task: the kept idempotency key is not a header value".to_string())?;
+        if self.request.headers.contains_key(IDEMPOTENCY_KEY) {
+            self.request.headers.insert(IDEMPOTENCY_KEY, value);
         }
-        self.context.idempotency_key = Some(key);
+        Ok(())
+    }
+
+    /// What the outcome line and the audit log say the run was; the key
+    /// is the one the request carries.
+    pub fn context(&self) -> Context {
+        Context {
+            method: self.request.method.clone(),
+            url: redact::url(&self.request.url),
+            scope: self.scope.clone(),
+            idempotency_key: self.request.idempotency_key().map(str::to_string),
+        }
     }
 }
+
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// Headers that differ between otherwise identical requests.
 const VOLATILE: [&str; 7] = [
@@ -147,14 +147,14 @@ fn field(hash: &mut sha2::Sha256, bytes: &[u8]) {
     hash.update(bytes);
 }
 
-/// The request's headers as the fingerprint sees them: names lower-cased,
-/// volatile ones left out, sorted.
-fn stable_headers(request: &Request) -> Vec<(String, &str)> {
-    let mut headers: Vec<(String, &str)> = request
+/// The request's headers as the fingerprint sees them: names lower-cased
+/// (as a header map keeps them), volatile ones left out, sorted.
+fn stable_headers(request: &Request) -> Vec<(&str, &[u8])> {
+    let mut headers: Vec<(&str, &[u8])> = request
         .headers
         .iter()
-        .map(|(n, v)| (n.to_ascii_lowercase(), v.as_str()))
-        .filter(|(n, _)| !VOLATILE.contains(&n.as_str()))
+        .map(|(n, v)| (n.as_str(), v.as_bytes()))
+        .filter(|(n, _)| !VOLATILE.contains(n))
         .collect();
     headers.sort();
     headers
@@ -168,8 +168,8 @@ fn credentials_tag(request: &Request) -> [u8; 2] {
     let mut hash = Sha256::new();
     field(&mut hash, request.url.as_bytes());
     for (name, value) in stable_headers(request) {
-        if redact::is_secret_name(&name) {
-            field(&mut hash, value.as_bytes());
+        if redact::is_secret_name(name) {
+            field(&mut hash, value);
         }
     }
     let digest = hash.finalize();
@@ -187,8 +187,8 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
     field(&mut hash, redact::url(&request.url).as_bytes());
     for (name, value) in stable_headers(request) {
         field(&mut hash, name.as_bytes());
-        if !redact::is_secret_name(&name) {
-            field(&mut hash, value.as_bytes());
+        if !redact::is_secret_name(name) {
+            field(&mut hash, value);
         }
     }
     hash.update(credentials_tag(request));
@@ -217,27 +217,293 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
 
 pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let r = &cli.request;
-    let url = cli.url.as_deref().unwrap_or_default();
-    let target = Target::parse(url)?;
+    if r.http2 || r.http3 {
+        let version = if r.http3 { "--http3" } else { "--http2" };
+        return Err(format!(
+            "abide speaks HTTP/1.1 only; drop {version} (every HTTP/2 and HTTP/3 server speaks HTTP/1.1 too)"
+        ));
+    }
     let mut redactor = Redactor::default();
+    let payload = body::resolve(cli, stdin)?;
+    let target = Target::parse(&url(cli, &payload))?;
+    let method = method(cli, &payload)?;
+    let headers = headers(cli, &target, &payload, &mut redactor)?;
+    let out = output(cli)?;
+    let policy = policy(cli)?;
+    // What is actually sent decides: a key removed with -H is no key.
+    let keyed = headers.contains_key(IDEMPOTENCY_KEY);
+    let replay = Replay::of(&method, cli.policy.idempotent || keyed);
+    let sc = &cli.scope;
+    let scope = match &sc.scope {
+        Some(name) if name.trim().is_empty() => return Err("--scope needs a name".into()),
+        Some(name) => name.clone(),
+        None => target.origin.clone(),
+    };
+    let state = state(cli, &mut redactor)?;
+    check::validate(cli.agent.check.as_deref(), &target, keyed)?;
+    let scope_policy = ScopePolicy {
+        rate_interval: sc.rate.map(|r| crate::rules::scope::spacing(r.interval)),
+        breaker_threshold: sc.breaker,
+        // An open breaker is a backoff the scope shares: it starts where the
+        // run's own does.
+        breaker_first: policy.backoff,
+        breaker_cooldown: sc.breaker_cooldown,
+        // A probe that has not reported by the end of its attempt is presumed lost.
+        probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
+    };
+    let a = &cli.agent;
+    // A range of the user's own, or a body held whole for --require, is
+    // never continued.
+    let resumable = method == "GET" && a.require.is_empty() && !headers.contains_key(RANGE);
+    let net = net::settings(cli, &target.url, &mut redactor)?;
+    Ok(Plan {
+        scope,
+        request: Request {
+            method,
+            url: target.url,
+            headers,
+            body: payload.body,
+        },
+        settings: Settings {
+            follow_redirects: r.location,
+            proxy: r.proxy.clone(),
+            insecure: r.insecure,
+            cacert: r.cacert.clone(),
+            compressed: r.compressed,
+            max_ratio: r.max_ratio,
+            ca_native: r.ca_native,
+            net,
+        },
+        policy,
+        replay,
+        max_time: r.max_time,
+        connect_timeout: r.connect_timeout,
+        stall: r.stall,
+        resumable,
+        output: out.file,
+        file_options: out.options,
+        header_name: out.header_name,
+        fail_with_body: cli.output.fail_with_body,
+        no_buffer: cli.output.no_buffer,
+        include: out.include,
+        dump_header: out.dump_header,
+        write_out: out.write_out,
+        outcome_to: out.outcome_to,
+        redactor,
+        state,
+        state_required: sc.state_required,
+        scope_policy,
+        max_concurrent: sc.max_concurrent,
+        max_body: a.max_body,
+        require: a.require.iter().map(|p| p.0.clone()).collect(),
+        no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
+        task: a.task.clone(),
+        task_ttl: a.task_ttl,
+        task_attempts: a.task_attempts,
+        check: a.check.clone(),
+        id_pointer: a.id_pointer.as_ref().map(|p| p.0.clone()),
+        escalate: a.escalate.clone(),
+        log: cli.output.log.clone(),
+        _spool: payload.spool,
+    })
+}
 
-    // `-o -` is stdout, as in curl.
-    let output = cli
-        .output
-        .output
-        .clone()
-        .filter(|path| path.as_os_str() != "-");
-    let outcome_to = match OutcomeTo::parse(&cli.output.outcome) {
-        Some(OutcomeTo::Stdout) if output.is_none() => {
+/// The URL as sent: with -G's query, and -T's file name after a final /
+/// (or as the whole path), as curl builds it.
+fn url(cli: &Cli, payload: &Payload) -> String {
+    let typed = cli.url();
+    let (url, fragment) = typed.split_once('#').unwrap_or((typed, ""));
+    let mut url = url.to_string();
+    if let Some(name) = &payload.upload_name {
+        let authority = url.find("://").map_or(0, |i| i + 3);
+        let end = url.find('?').unwrap_or(url.len()).max(authority);
+        let path = url[authority..end].find('/').map(|i| authority + i);
+        let encoded = percent_encoding::utf8_percent_encode(name, NOT_IN_A_SEGMENT);
+        match path {
+            None => url.insert_str(end, &format!("/{encoded}")),
+            Some(path) if url[path..end].ends_with('/') => {
+                url.insert_str(end, &encoded.to_string())
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(query) = &payload.query {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str(query);
+    }
+    if !fragment.is_empty() {
+        url.push('#');
+        url.push_str(fragment);
+    }
+    url
+}
+
+/// What a file name appended to a URL has percent-encoded, as curl's
+/// `curl_easy_escape` does: all but letters, digits and `-._~`.
+const NOT_IN_A_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// -X, else HEAD for -I, PUT for -T, GET for -G or no body, POST.
+fn method(cli: &Cli, payload: &Payload) -> Result<String, String> {
+    let r = &cli.request;
+    if cli.output.head && payload.body != Body::Empty {
+        return Err("-I sends a HEAD, which has no body: drop --data, or add -G".into());
+    }
+    Ok(match &r.method {
+        Some(method) => method.clone(),
+        None if cli.output.head => "HEAD".into(),
+        None if r.upload_file.is_some() => "PUT".into(),
+        None if payload.body == Body::Empty && r.form_parts.is_empty() => "GET".into(),
+        None => "POST".into(),
+    })
+}
+
+/// The headers as sent: abide's defaults, then -H, which replaces a default
+/// of the same name or removes it; every credential among them is made
+/// known to the redactor.
+fn headers(
+    cli: &Cli,
+    target: &Target,
+    payload: &Payload,
+    redactor: &mut Redactor,
+) -> Result<HeaderMap, String> {
+    let r = &cli.request;
+    let mut headers = HeaderMap::new();
+    // Only abide's own values: checked by their flags, or built here.
+    let mut set = |name: HeaderName, value: &str| -> Result<(), String> {
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the {name} header cannot hold that value"))?;
+        headers.insert(name, value);
+        Ok(())
+    };
+    let version = format!("abide/{}", env!("CARGO_PKG_VERSION"));
+    set(USER_AGENT, r.user_agent.as_deref().unwrap_or(&version))?;
+    if let Some(content_type) = &payload.content_type {
+        set(CONTENT_TYPE, content_type)?;
+    }
+    // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
+    // No Accept-Encoding: curl asks for compression only with --compressed.
+    let accept = if !r.json.is_empty() {
+        "application/json"
+    } else {
+        "*/*"
+    };
+    set(ACCEPT, accept)?;
+    if r.compressed {
+        set(ACCEPT_ENCODING, crate::edge::decode::ACCEPTED)?;
+    }
+    if let Some(referer) = &r.referer {
+        set(REFERER, referer)?;
+    }
+    if let Some(token) = &r.oauth2_bearer {
+        if crate::cli::parse_header_value(token).is_err() {
             return Err(
-                "--outcome stdout needs -o FILE, else the body and the outcome line would mix"
-                    .into(),
+                "--oauth2-bearer cannot contain line breaks or other control characters".into(),
             );
         }
-        Some(to) => to,
-        None => return Err("--outcome needs stderr, stdout, none or a file path".into()),
+        redactor.add(token);
+        set(AUTHORIZATION, &format!("Bearer {token}"))?;
+    }
+    let credentials = r.user.as_ref().or(target.userinfo.as_ref());
+    if let Some(credentials) = credentials {
+        let (user, password) = credentials.split_once(':').unwrap_or((credentials, ""));
+        redactor.add(password);
+        if password.is_empty() {
+            // `https://TOKEN@host`: a user name alone is usually a token.
+            redactor.add(user);
+        }
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        set(AUTHORIZATION, &format!("Basic {encoded}"))?;
+    }
+    let key_name = HeaderName::from_static(IDEMPOTENCY_KEY);
+    match &cli.policy.idempotency_key {
+        Some(KeyChoice::Auto) => set(key_name, &uuid::Uuid::new_v4().to_string())?,
+        Some(KeyChoice::Given(key)) => set(key_name, key)?,
+        None => {}
+    }
+    let mut replaced: Vec<HeaderName> = Vec::new();
+    for given in &r.headers {
+        let Header { name, value } = crate::cli::parse_header(given)?;
+        // The first -H of a name replaces the default; any later one adds
+        // to it, as curl sends every -H.
+        if !replaced.contains(&name) {
+            headers.remove(&name);
+            replaced.push(name.clone());
+        }
+        if let Some(value) = value {
+            headers.append(name, value);
+        }
+    }
+    learn_secrets(&headers, &target.url, redactor);
+    Ok(headers)
+}
+
+/// Makes the secret-looking header values and query values known to the
+/// redactor.
+fn learn_secrets(headers: &HeaderMap, url: &str, redactor: &mut Redactor) {
+    for (name, value) in headers {
+        if redact::is_secret_name(name.as_str())
+            && let Ok(value) = value.to_str()
+        {
+            redactor.add(value);
+            // "Bearer abc": the token alone may be echoed too.
+            if let Some((_, token)) = value.split_once(' ') {
+                redactor.add(token);
+            }
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        for (name, value) in query
+            .split(['&', ';'])
+            .filter_map(|pair| pair.split_once('='))
+        {
+            if redact::is_secret_name(name) {
+                redactor.add(value);
+            }
+        }
+    }
+}
+
+/// Where the body, the heads, -w and the outcome line go.
+struct Output {
+    file: Option<PathBuf>,
+    options: FileOptions,
+    header_name: Option<Clobber>,
+    include: bool,
+    dump_header: Option<PathBuf>,
+    write_out: Option<crate::report::writeout::Format>,
+    outcome_to: OutcomeTo,
+}
+
+fn output(cli: &Cli) -> Result<Output, String> {
+    let o = &cli.output;
+    let in_dir = |file: PathBuf| match &o.output_dir {
+        // As curl joins them: DIR/FILE, whatever FILE is.
+        Some(dir) => PathBuf::from(format!("{}/{}", dir.display(), file.display())),
+        None => file,
     };
-    let write_out = match cli.output.write_out.as_deref() {
+    let file = if o.remote_name {
+        let name = remote_name(cli.url()).ok_or(
+            "-O takes the file name from the URL's path, and this one ends without one; use -o FILE",
+        )?;
+        Some(in_dir(PathBuf::from(name)))
+    } else {
+        // `-o -` is stdout, as in curl.
+        o.output
+            .clone()
+            .filter(|path| path.as_os_str() != "-")
+            .map(in_dir)
+    };
+    if o.outcome == OutcomeTo::Stdout && file.is_none() {
+        return Err(
+            "--outcome stdout needs -o FILE, else the body and the outcome line would mix".into(),
+        );
+    }
+    let write_out = match o.write_out.as_deref() {
         Some(text) => {
             let text = match text.strip_prefix('@') {
                 // As curl reads it: the lines joined, without their line ends.
@@ -251,124 +517,49 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         }
         None => None,
     };
-    let stdout_head = |path: &PathBuf| path.as_os_str() == "-";
-    let dump_to_stdout = cli.output.dump_header.as_ref().is_some_and(stdout_head);
-    let include = cli.output.include || cli.output.head;
+    let dump_to_stdout = o.dump_header.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    let include = o.include || o.head;
     // Without -o FILE, `-D -` writes the head before the body, as -i does.
-    let (include, dump_header) = match &cli.output.dump_header {
-        Some(_) if dump_to_stdout && output.is_none() => (true, None),
+    let (include, dump_header) = match &o.dump_header {
+        Some(_) if dump_to_stdout && file.is_none() => (true, None),
         dump => (include, dump.clone()),
     };
-    if include && cli.output.continue_at.is_some() {
+    if include && o.continue_at.is_some() {
         return Err("-i and -I cannot go with -C -: the file would hold a head mid-body".into());
     }
-
-    let (body, default_type, spool) = body(cli, stdin)?;
-    let method = r
-        .method
-        .clone()
-        .or_else(|| cli.output.head.then(|| "HEAD".to_string()))
-        .unwrap_or_else(|| if body == Body::Empty { "GET" } else { "POST" }.to_string());
-
-    // Defaults first; -H replaces a default of the same name or removes it.
-    let mut headers: Vec<(String, String)> = Vec::new();
-    let version = format!("abide/{}", env!("CARGO_PKG_VERSION"));
-    headers.push(("User-Agent".into(), r.user_agent.clone().unwrap_or(version)));
-    if let Some(content_type) = default_type {
-        headers.push(("Content-Type".into(), content_type.into()));
-    }
-    // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
-    // No Accept-Encoding: curl asks for compression only with --compressed.
-    let accept = if r.json.is_some() {
-        "application/json"
-    } else {
-        "*/*"
+    let clobber = |default| match (o.clobber, o.no_clobber) {
+        (true, _) => Clobber::Replace,
+        (_, true) => Clobber::Number,
+        _ => default,
     };
-    headers.push(("Accept".into(), accept.into()));
-    if r.compressed {
-        headers.push((
-            "Accept-Encoding".into(),
-            crate::edge::decode::ACCEPTED.into(),
-        ));
-    }
-    if r.http2 || r.http3 {
-        let version = if r.http3 { "--http3" } else { "--http2" };
-        return Err(format!(
-            "abide speaks HTTP/1.1 only; drop {version} (every HTTP/2 and HTTP/3 server speaks HTTP/1.1 too)"
-        ));
-    }
-    if let Some(referer) = &r.referer {
-        headers.push(("Referer".into(), referer.clone()));
-    }
-    if let Some(token) = &r.oauth2_bearer {
-        if crate::cli::parse_header_value(token).is_err() {
-            return Err(
-                "--oauth2-bearer cannot contain line breaks or other control characters".into(),
-            );
-        }
-        redactor.add(token);
-        headers.push(("Authorization".into(), format!("Bearer {token}")));
-    }
-    let credentials = match (&r.user, &target.userinfo) {
-        (Some(user), _) => Some(user.clone()),
-        (None, Some(userinfo)) => Some(userinfo.clone()),
-        (None, None) => None,
-    };
-    if let Some(credentials) = credentials {
-        let (user, password) = credentials.split_once(':').unwrap_or((&credentials, ""));
-        redactor.add(password);
-        if password.is_empty() {
-            // `https://TOKEN@host`: a user name alone is usually a token.
-            redactor.add(user);
-        }
-        let encoded =
-            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        headers.push(("Authorization".into(), format!("Basic {encoded}")));
-    }
-    let idempotency_key = match cli.policy.idempotency_key.as_deref() {
-        Some("auto") => Some(uuid::Uuid::new_v4().to_string()),
-        other => other.map(str::to_string),
-    };
-    if let Some(key) = &idempotency_key {
-        headers.push(("Idempotency-Key".into(), key.clone()));
-    }
-    let given: Vec<Header> = r
-        .headers
-        .iter()
-        .map(|h| crate::cli::parse_header(h))
-        .collect::<Result<_, _>>()?;
-    for Header { name, value } in &given {
-        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        if let Some(value) = value {
-            headers.push((name.clone(), value.clone()));
-        }
-    }
-    for (name, value) in &headers {
-        if redact::is_secret_name(name) {
-            redactor.add(value);
-            // "Bearer abc": the token alone may be echoed too.
-            if let Some((_, token)) = value.split_once(' ') {
-                redactor.add(token);
-            }
-        }
-    }
-    if let Some((_, query)) = target.url.split_once('?') {
-        for (name, value) in query
-            .split(['&', ';'])
-            .filter_map(|pair| pair.split_once('='))
-        {
-            if redact::is_secret_name(name) {
-                redactor.add(value);
-            }
-        }
-    }
-    // What is actually sent decides: a key removed with -H is no key.
-    let idempotency_key = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
-        .map(|(_, v)| v.clone());
+    Ok(Output {
+        file,
+        options: FileOptions {
+            resume: o.continue_at.is_some(),
+            create_dirs: o.create_dirs,
+            clobber: clobber(Clobber::Replace),
+        },
+        // As curl: a name from the server never replaces a file unasked.
+        header_name: o.remote_header_name.then(|| clobber(Clobber::Refuse)),
+        include,
+        dump_header,
+        write_out,
+        outcome_to: o.outcome.clone(),
+    })
+}
 
-    let p = &cli.policy;
+/// `-O`'s file name: the last segment of the URL's path, as typed (curl
+/// decodes no `%` in it, and encodes nothing).
+fn remote_name(url: &str) -> Option<String> {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = after_scheme.split(['?', '#']).next().unwrap_or_default();
+    let (_, path) = path.split_once('/')?;
+    let name = path.rsplit(['/', '\\']).next().unwrap_or_default();
+    (!name.is_empty() && name != "." && name != "..").then(|| name.to_string())
+}
+
+fn policy(cli: &Cli) -> Result<Policy, String> {
+    let (p, r) = (&cli.policy, &cli.request);
     let attempts = p.retry.map_or(p.attempts, |retries| retries + 1);
     let policy = Policy {
         attempts,
@@ -380,6 +571,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         jitter: p.jitter,
         backoff: p.backoff,
         backoff_max: p.backoff_max.max(p.backoff),
+        fixed_delay: cli.net.retry_delay.filter(|d| !d.is_zero()),
+        retry_all: cli.net.retry_all_errors,
     };
     if policy.budget.is_zero() {
         return Err("--budget must be more than 0".into());
@@ -387,14 +580,12 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if r.max_time.is_some_and(|m| m.is_zero()) || r.connect_timeout.is_zero() || r.stall.is_zero() {
         return Err("-m/--max-time, --connect-timeout and --stall must be more than 0".into());
     }
-    let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
-    let sc = &cli.scope;
-    let scope = match &sc.scope {
-        Some(name) if name.trim().is_empty() => return Err("--scope needs a name".into()),
-        Some(name) => name.clone(),
-        None => target.origin.clone(),
-    };
-    let a = &cli.agent;
+    Ok(policy)
+}
+
+/// Where the scope state is kept, and the checks of the flags that need it.
+fn state(cli: &Cli, redactor: &mut Redactor) -> Result<Option<Backend>, String> {
+    let (sc, a) = (&cli.scope, &cli.agent);
     if sc.no_state {
         let shared = [
             ("--task keeps its key", a.task.is_some()),
@@ -409,214 +600,24 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
                 "{what} in the scope state; it cannot be used with --no-state"
             ));
         }
+        return Ok(None);
     }
-    if a.task.is_some() && cli.policy.idempotency_key.as_deref() != Some("auto") {
+    if a.task.is_some() && cli.policy.idempotency_key != Some(KeyChoice::Auto) {
         return Err("--task keeps a generated key: use it with --idempotency-key auto".into());
     }
-    check::validate(a.check.as_deref(), &target, idempotency_key.is_some())?;
-    let state = match &sc.state {
-        _ if sc.no_state => None,
-        Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
-            redis::IntoConnectionInfo::into_connection_info(url.as_str())
-                .map_err(|e| format!("--state is not a usable Redis URL ({:?})", e.kind()))?;
-            if let Some((userinfo, _)) = url
-                .split_once("://")
-                .and_then(|(_, rest)| rest.split_once('@'))
-            {
-                redactor.add(userinfo.rsplit(':').next().unwrap_or(userinfo));
+    Ok(match &sc.state {
+        Some(target) => {
+            if let Some(password) = target.password() {
+                redactor.add(password);
             }
-            Some(Backend::Redis(url.clone()))
+            Some(Backend::Redis(target.url.clone()))
         }
-        Some(_) => return Err("--state takes a redis:// or rediss:// URL".into()),
         None => sc
             .state_dir
             .clone()
             .or_else(FileStore::default_dir)
             .map(Backend::Files),
-    };
-    let scope_policy = ScopePolicy {
-        rate_interval: sc.rate.map(|r| crate::rules::scope::spacing(r.interval)),
-        breaker_threshold: sc.breaker,
-        // An open breaker is a backoff the scope shares: it starts where the
-        // run's own does.
-        breaker_first: policy.backoff,
-        breaker_cooldown: sc.breaker_cooldown,
-        // A probe that has not reported by the end of its attempt is presumed lost.
-        probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
-    };
-    // A range of the user's own, or a body held whole for --require, is
-    // never continued.
-    let resumable = method == "GET"
-        && a.require.is_empty()
-        && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("range"));
-    Ok(Plan {
-        context: Context {
-            method: method.clone(),
-            url: target.display(),
-            scope,
-            idempotency_key,
-        },
-        request: Request {
-            method,
-            url: target.url,
-            headers,
-            body,
-        },
-        settings: Settings {
-            follow_redirects: r.location,
-            proxy: r.proxy.clone(),
-            insecure: r.insecure,
-            cacert: r.cacert.clone(),
-            compressed: r.compressed,
-            max_ratio: r.max_ratio,
-            ca_native: r.ca_native,
-        },
-        policy,
-        replay,
-        max_time: r.max_time,
-        connect_timeout: r.connect_timeout,
-        stall: r.stall,
-        resumable,
-        output,
-        continue_output: cli.output.continue_at.is_some(),
-        no_buffer: cli.output.no_buffer,
-        include,
-        dump_header,
-        write_out,
-        outcome_to,
-        redactor,
-        state,
-        state_required: sc.state_required,
-        scope_policy,
-        max_concurrent: sc.max_concurrent,
-        max_body: a.max_body,
-        require: a.require.clone(),
-        no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
-        task: a.task.clone(),
-        task_ttl: a.task_ttl,
-        task_attempts: a.task_attempts,
-        check: a.check.clone(),
-        id_pointer: a.id_pointer.clone(),
-        escalate: a.escalate.clone(),
-        log: cli.output.log.clone(),
-        _spool: spool,
     })
-}
-
-/// The body and the Content-Type it implies. A single `@FILE` (or device,
-/// such as `@/dev/zero`) is streamed from it on each attempt; anything else
-/// (stdin, several parts) is assembled once, in memory up to a few MiB and
-/// beyond that in a private temporary file, within the budget.
-fn body(
-    cli: &Cli,
-    stdin: &mut dyn Read,
-) -> Result<(Body, Option<&'static str>, Option<Spooled>), String> {
-    let r = &cli.request;
-    let (parts, content_type): (Vec<&String>, _) = if let Some(json) = &r.json {
-        (vec![json], Some("application/json"))
-    } else if !r.data.is_empty() || !r.data_binary.is_empty() {
-        let parts = r.data.iter().chain(&r.data_binary).collect();
-        (parts, Some("application/x-www-form-urlencoded"))
-    } else {
-        return Ok((Body::Empty, None, None));
-    };
-    if let [single] = parts.as_slice()
-        && let Some(path) = single.strip_prefix('@').filter(|p| *p != "-")
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let meta =
-            std::fs::metadata(path).map_err(|e| format!("cannot read body file {path}: {e}"))?;
-        if meta.is_file() || meta.file_type().is_char_device() {
-            return Ok((Body::File(PathBuf::from(path)), content_type, None));
-        }
-    }
-    let mut spool = Spool {
-        bytes: Vec::new(),
-        file: None,
-        deadline: Instant::now() + cli.policy.budget,
-    };
-    let mut stdin_used = false;
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            spool.add(&mut &b"&"[..]).map_err(|e| e.to_string())?;
-        }
-        match part.strip_prefix('@') {
-            Some("-") => {
-                if stdin_used {
-                    return Err("stdin (@-) can be used once".into());
-                }
-                stdin_used = true;
-                spool
-                    .add(stdin)
-                    .map_err(|e| format!("cannot read the body from stdin: {e}"))?;
-            }
-            Some(path) => {
-                let mut file = std::fs::File::open(path)
-                    .map_err(|e| format!("cannot read body file {path}: {e}"))?;
-                spool
-                    .add(&mut file)
-                    .map_err(|e| format!("cannot read body file {path}: {e}"))?;
-            }
-            None => spool.add(&mut part.as_bytes()).map_err(|e| e.to_string())?,
-        }
-    }
-    Ok(match spool.file {
-        Some((_, spooled)) => (Body::File(spooled.0.clone()), content_type, Some(spooled)),
-        None => (Body::Bytes(spool.bytes), content_type, None),
-    })
-}
-
-/// The largest body assembled in memory; beyond it, a temporary file.
-const SPOOL_MEMORY: usize = 4 << 20;
-
-/// A body being assembled, and the time its reading must end by.
-struct Spool {
-    bytes: Vec<u8>,
-    file: Option<(File, Spooled)>,
-    deadline: Instant,
-}
-
-impl Spool {
-    fn add(&mut self, from: &mut dyn Read) -> io::Result<()> {
-        let mut buf = vec![0u8; crate::edge::http::BUFFER];
-        loop {
-            if Instant::now() > self.deadline {
-                return Err(io::Error::other("it did not end within the budget"));
-            }
-            let n = match from.read(&mut buf) {
-                Ok(0) => return Ok(()),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if self.file.is_none() && self.bytes.len() + n > SPOOL_MEMORY {
-                self.file = Some(spool_file(&self.bytes)?);
-                self.bytes = Vec::new();
-            }
-            match &mut self.file {
-                Some((file, _)) => file.write_all(&buf[..n])?,
-                None => self.bytes.extend_from_slice(&buf[..n]),
-            }
-        }
-    }
-}
-
-/// A new temporary file only this user can read, holding `start`.
-fn spool_file(start: &[u8]) -> io::Result<(File, Spooled)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = std::env::temp_dir().join(format!(
-        "abide-body-{}-{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)?;
-    let spooled = Spooled(path);
-    file.write_all(start)?;
-    Ok((file, spooled))
 }
 
 #[cfg(test)]
@@ -634,11 +635,7 @@ mod tests {
     }
 
     fn header<'a>(plan: &'a Plan, name: &str) -> Option<&'a str> {
-        plan.request
-            .headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        plan.request.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     #[test]
@@ -652,7 +649,7 @@ mod tests {
         let p = plan_of(&["example.com/x"]).unwrap();
         assert_eq!(p.request.method, "GET");
         assert_eq!(p.request.url, "http://example.com/x");
-        assert_eq!(p.context.scope, "http://example.com:80");
+        assert_eq!(p.context().scope, "http://example.com:80");
         assert_eq!(
             header(&p, "user-agent"),
             Some(concat!("abide/", env!("CARGO_PKG_VERSION")))
@@ -707,7 +704,7 @@ mod tests {
 
     #[test]
     fn a_large_stdin_body_is_spooled_to_a_private_file() {
-        let big = vec![7u8; SPOOL_MEMORY + 1];
+        let big = vec![7u8; body::SPOOL_MEMORY + 1];
         let p = plan_with_stdin(&["--data-binary", "@-", "h"], &big).unwrap();
         let Body::File(path) = &p.request.body else {
             panic!("{:?}", p.request.body)
@@ -719,19 +716,19 @@ mod tests {
         let path = path.clone();
         drop(p);
         assert!(!path.exists(), "removed with the plan");
-        let p = plan_of(&["-d", "@/dev/zero", "h"]).unwrap();
+        let p = plan_of(&["--data-binary", "@/dev/zero", "h"]).unwrap();
         assert_eq!(p.request.body, Body::File("/dev/zero".into()));
     }
 
     #[test]
     fn idempotency_makes_a_write_repeatable() {
         let p = plan_of(&["-X", "POST", "--idempotency-key", "auto", "h"]).unwrap();
-        let key = p.context.idempotency_key.clone().unwrap();
+        let key = p.context().idempotency_key.clone().unwrap();
         assert_eq!(key.len(), 36);
         assert_eq!(header(&p, "idempotency-key"), Some(key.as_str()));
         assert_eq!(p.replay, Replay::Safe);
         let p = plan_of(&["-X", "POST", "-H", "Idempotency-Key: k1", "h"]).unwrap();
-        assert_eq!(p.context.idempotency_key.as_deref(), Some("k1"));
+        assert_eq!(p.context().idempotency_key.as_deref(), Some("k1"));
         assert_eq!(p.replay, Replay::Safe);
         // A key removed with -H is no key: the write is not repeatable.
         let p = plan_of(&[
@@ -744,11 +741,11 @@ mod tests {
             "h",
         ])
         .unwrap();
-        assert_eq!(p.context.idempotency_key, None);
+        assert_eq!(p.context().idempotency_key, None);
         assert_eq!(p.replay, Replay::Unsafe);
         let p = plan_of(&["-X", "POST", "--idempotent", "h"]).unwrap();
         assert_eq!(p.replay, Replay::Safe);
-        assert_eq!(p.context.idempotency_key, None);
+        assert_eq!(p.context().idempotency_key, None);
     }
 
     #[test]
@@ -768,10 +765,10 @@ mod tests {
             assert_eq!(p.redactor.text(secret), "***", "{secret}");
         }
         // Masked where abide wrote them, whatever their length.
-        assert_eq!(p.context.url, "http://h/?token=***&q=1;sig=***");
+        assert_eq!(p.context().url, "http://h/?token=***&q=1;sig=***");
         let p = plan_of(&["http://ann:pw@h/"]).unwrap();
         assert_eq!(header(&p, "authorization"), Some("Basic YW5uOnB3"));
-        assert_eq!(p.context.url, "http://h/");
+        assert_eq!(p.context().url, "http://h/");
         // A short secret garbles no other text: the URL of `-H 'X-Api-Key: 1'`.
         let p = plan_of(&[
             "-H",
@@ -781,7 +778,7 @@ mod tests {
             "127.0.0.1:8080/1",
         ])
         .unwrap();
-        assert_eq!(p.context.url, "http://127.0.0.1:8080/1");
+        assert_eq!(p.context().url, "http://127.0.0.1:8080/1");
         assert_eq!(
             p.redactor.text(r#"{"user":"admin"}"#),
             r#"{"user":"admin"}"#
@@ -842,7 +839,9 @@ mod tests {
         let with_password = |password: &str| {
             let mut request = base.clone();
             let header = format!("Bearer {password}");
-            request.headers.push(("Authorization".into(), header));
+            request
+                .headers
+                .insert(AUTHORIZATION, HeaderValue::from_str(&header).unwrap());
             request
         };
         let stored = with_password("hunter2");
@@ -854,6 +853,57 @@ mod tests {
         let collides =
             fingerprint(&stored).unwrap() == fingerprint(&with_password(&wrong)).unwrap();
         assert!(collides, "a password could be confirmed by its fingerprint");
+    }
+
+    #[test]
+    fn curl_bodies_urls_and_headers() {
+        let p = plan_of(&["-G", "-d", "a=1", "--data-urlencode", "b=c d", "h/s?z=0#f"]).unwrap();
+        assert_eq!(
+            (p.request.method.as_str(), &p.request.body),
+            ("GET", &Body::Empty)
+        );
+        assert_eq!(p.request.url, "http://h/s?z=0&a=1&b=c+d");
+        assert_eq!(header(&p, "content-type"), None);
+        let dir = std::env::temp_dir().join(format!("abide-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a b.txt");
+        std::fs::write(&file, "x\r\n").unwrap();
+        let file = file.to_str().unwrap();
+        for (url, sent) in [
+            ("h", "http://h/a%20b.txt"),
+            ("h/up/", "http://h/up/a%20b.txt"),
+            ("h/up/?q=1", "http://h/up/a%20b.txt?q=1"),
+            ("h?q=/x", "http://h/a%20b.txt?q=/x"),
+            ("h/named", "http://h/named"),
+        ] {
+            let p = plan_of(&["-T", file, url]).unwrap();
+            assert_eq!(
+                (p.request.method.as_str(), p.request.url.as_str()),
+                ("PUT", sent)
+            );
+        }
+        let text = format!("@{file}");
+        let p = plan_of(&["-d", &text, "--data-binary", &text, "h"]).unwrap();
+        assert_eq!(p.request.body, Body::Bytes(b"x&x\r\n".to_vec()));
+        // Every -H of a name is sent; the first replaces a default.
+        let p = plan_of(&["-H", "Accept: a", "-H", "accept: b", "-H", "X-A: 1", "h"]).unwrap();
+        let accept: Vec<_> = p.request.headers.get_all("accept").iter().collect();
+        assert_eq!(accept, ["a", "b"]);
+        let p = plan_of(&["-O", "--output-dir", "d", "h/f/r.csv?x=1"]).unwrap();
+        assert_eq!(p.output, Some(PathBuf::from("d/r.csv")));
+        let p = plan_of(&["-O", "http://h/caf\u{e9}%201.txt#top"]).unwrap();
+        assert_eq!(p.output, Some(PathBuf::from("caf\u{e9}%201.txt")));
+        assert_eq!(
+            plan_of(&["-OJ", "h/f"]).unwrap().header_name,
+            Some(Clobber::Refuse)
+        );
+        let p = plan_of(&["-OJ", "--no-clobber", "h/f"]).unwrap();
+        assert_eq!(p.header_name, Some(Clobber::Number));
+        assert_eq!(p.file_options.clobber, Clobber::Number);
+        let p = plan_of(&[
+            "-s", "-s", "-f", "-f", "--url", "h/u", "-X", "PUT", "-X", "POST",
+        ]);
+        assert_eq!(p.unwrap().request.method, "POST", "the last -X");
     }
 
     #[test]
@@ -888,6 +938,16 @@ mod tests {
             &["--state", "redis://h", "--no-state", "h"],
             &["--state", "redis://h:6379/not-a-db", "h"],
             &["-m", "0", "h"],
+            &["-I", "-d", "a=1", "h"],
+            &["-O", "h/"],
+            &["-O", "h"],
+            &["-J", "h/x"],
+            &["-F", "novalue", "h"],
+            &["-F", "a=1", "-d", "b=2", "h"],
+            &["-T", "/nonexistent/file", "h"],
+            &["-G", "-d", "@/nonexistent/file", "h"],
+            &["--url", "h", "h"],
+            &["-K", "/nonexistent/curlrc", "h"],
             &[],
         ] {
             assert!(plan_of(args).is_err(), "{args:?}");

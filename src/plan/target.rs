@@ -86,11 +86,6 @@ impl Target {
             userinfo,
         })
     }
-
-    /// The URL for output, with secret query values masked.
-    pub fn display(&self) -> String {
-        crate::redact::url(&self.url)
-    }
 }
 
 fn percent_decode(text: &str) -> String {

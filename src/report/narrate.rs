@@ -64,6 +64,9 @@ pub fn wait_reason(wait: &Wait, policy: &Policy, scope: &str) -> String {
                 server.source.header()
             )
         }
+        WaitCause::Backoff { .. } if let Some(fixed) = policy.fixed_delay => {
+            format!("no server delay, --retry-delay {}", plain(fixed))
+        }
         WaitCause::Backoff { n } => {
             let ceiling = delay::backoff(n, policy.backoff, policy.backoff_max, 1.0);
             format!(

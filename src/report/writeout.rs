@@ -3,6 +3,9 @@
 //! from the run's facts and its outcome line.
 
 use std::io::{self, Write};
+use std::time::Duration;
+
+use crate::edge::net::Trace;
 
 /// A parsed `-w` format: text, variables and stream switches in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +32,12 @@ enum Var {
     TimeTotal,
     /// From sending the final attempt to its answer's head.
     TimeStartTransfer,
-    /// Not measured: 0, as curl writes for a value it does not know.
-    Unmeasured,
+    TimeNameLookup,
+    TimeConnect,
+    TimeAppConnect,
+    RemoteIp,
+    RemotePort,
+    NumConnects,
     NumRedirects,
     NumRetries,
     ExitCode,
@@ -39,7 +46,7 @@ enum Var {
 }
 
 /// The variables, as curl names them.
-const VARS: [(&str, Var); 15] = [
+const VARS: [(&str, Var); 20] = [
     ("http_code", Var::HttpCode),
     ("response_code", Var::HttpCode),
     ("url_effective", Var::UrlEffective),
@@ -48,8 +55,13 @@ const VARS: [(&str, Var); 15] = [
     ("size_download", Var::SizeDownload),
     ("size_upload", Var::SizeUpload),
     ("time_total", Var::TimeTotal),
-    ("time_connect", Var::Unmeasured),
+    ("time_namelookup", Var::TimeNameLookup),
+    ("time_connect", Var::TimeConnect),
+    ("time_appconnect", Var::TimeAppConnect),
     ("time_starttransfer", Var::TimeStartTransfer),
+    ("remote_ip", Var::RemoteIp),
+    ("remote_port", Var::RemotePort),
+    ("num_connects", Var::NumConnects),
     ("num_redirects", Var::NumRedirects),
     ("num_retries", Var::NumRetries),
     ("exitcode", Var::ExitCode),
@@ -75,6 +87,8 @@ pub struct Facts<'a> {
     pub error: &'a str,
     /// The outcome line, without its newline.
     pub json: &'a str,
+    /// What the final attempt's connection was.
+    pub trace: &'a Trace,
 }
 
 impl Format {
@@ -174,17 +188,32 @@ fn value(var: Var, facts: &Facts) -> String {
     match var {
         // curl writes 000 when no answer came.
         Var::HttpCode => format!("{:03}", facts.status.unwrap_or(0)),
-        Var::UrlEffective => facts.url.to_string(),
+        // The last hop's URL after -L, masked as the URL asked for is.
+        Var::UrlEffective => facts
+            .trace
+            .url
+            .as_deref()
+            .map_or_else(|| facts.url.to_string(), crate::redact::url),
         Var::Method => facts.method.to_string(),
         Var::ContentType => header(facts.headers, "content-type")
             .unwrap_or_default()
             .to_string(),
         Var::SizeDownload => facts.downloaded.to_string(),
         Var::SizeUpload => facts.uploaded.to_string(),
-        Var::TimeTotal => format!("{:.6}", facts.total.as_secs_f64()),
-        Var::TimeStartTransfer => format!("{:.6}", facts.head_after.as_secs_f64()),
-        Var::Unmeasured => "0.000000".to_string(),
-        Var::NumRedirects => "0".to_string(),
+        Var::TimeTotal => seconds(Some(facts.total)),
+        Var::TimeStartTransfer => seconds(Some(facts.head_after)),
+        // curl writes 0 for a step that did not happen (no TLS, say).
+        Var::TimeNameLookup => seconds(facts.trace.namelookup),
+        Var::TimeConnect => seconds(facts.trace.connect),
+        Var::TimeAppConnect => seconds(facts.trace.appconnect),
+        Var::RemoteIp => facts
+            .trace
+            .remote
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default(),
+        Var::RemotePort => facts.trace.remote.map_or(0, |a| a.port()).to_string(),
+        Var::NumConnects => facts.trace.connects.to_string(),
+        Var::NumRedirects => facts.trace.redirects.to_string(),
         Var::NumRetries => facts.attempts.saturating_sub(1).to_string(),
         Var::ExitCode => facts.exit_code.to_string(),
         Var::ErrorMsg => facts.error.to_string(),
@@ -192,11 +221,20 @@ fn value(var: Var, facts: &Facts) -> String {
     }
 }
 
+/// Seconds as curl writes them, with six decimals.
+fn seconds(time: Option<Duration>) -> String {
+    format!("{:.6}", time.unwrap_or_default().as_secs_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn rendered(format: &str) -> (String, String) {
+        rendered_with(format, &Trace::default())
+    }
+
+    fn rendered_with(format: &str, trace: &Trace) -> (String, String) {
         let headers = vec![
             ("content-type".to_string(), "text/plain".to_string()),
             ("x-custom".to_string(), "42".to_string()),
@@ -214,6 +252,7 @@ mod tests {
             exit_code: 0,
             error: "",
             json: "{}",
+            trace,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         Format::parse(format)
@@ -235,6 +274,29 @@ mod tests {
         assert_eq!(out, "200 text/plain 6\n%42\t2 1.500000 0.250000 0.000000.");
         assert_eq!(err, "{}\\");
         assert_eq!(rendered("%header{none}|%{errormsg}|\\q").0, "||\\q");
+    }
+
+    #[test]
+    fn connection_variables_come_from_the_trace() {
+        let format = "%{url_effective} %{num_redirects} %{remote_ip}:%{remote_port} \
+                      %{num_connects} %{time_namelookup} %{time_connect} %{time_appconnect}";
+        assert_eq!(
+            rendered(format).0,
+            "http://h/x 0 :0 0 0.000000 0.000000 0.000000"
+        );
+        let trace = Trace {
+            url: Some("http://h/next?token=t0k".into()),
+            redirects: 2,
+            namelookup: Some(Duration::from_millis(1)),
+            connect: Some(Duration::from_millis(3)),
+            appconnect: None,
+            remote: Some("127.0.0.1:8080".parse().unwrap()),
+            connects: 3,
+        };
+        assert_eq!(
+            rendered_with(format, &trace).0,
+            "http://h/next?token=*** 2 127.0.0.1:8080 3 0.001000 0.003000 0.000000"
+        );
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub struct Policy {
     pub jitter: f64,
     pub backoff: Duration,
     pub backoff_max: Duration,
+    /// `--retry-delay`: this wait instead of the backoff when the server
+    /// gives no delay.
+    pub fixed_delay: Option<Duration>,
+    /// `--retry-all-errors`: every failure of a request safe to replay is
+    /// retried.
+    pub retry_all: bool,
 }
 
 /// The shipped defaults, for tests only: production code takes them from the
@@ -45,6 +51,8 @@ impl Default for Policy {
             jitter: 0.1,
             backoff: Duration::from_millis(500),
             backoff_max: Duration::from_secs(8),
+            fixed_delay: None,
+            retry_all: false,
         }
     }
 }
@@ -104,6 +112,9 @@ pub fn classify(observation: Observation, replay: Replay, policy: &Policy) -> Ve
             should_retry: Some(true),
             ..
         } => Verdict::Retryable,
+        Observation::Status { .. } if policy.retry_all && replay == Replay::Safe => {
+            Verdict::Retryable
+        }
         Observation::Status { status, .. } if policy.retry_on.contains(&status) => {
             if replay == Replay::Safe || NOT_PROCESSED.contains(&status) {
                 Verdict::Retryable
@@ -119,6 +130,7 @@ pub fn classify(observation: Observation, replay: Replay, policy: &Policy) -> Ve
         },
         // Retrying cannot help; but a write may have been applied all the same.
         Observation::Transport(Phase::Final) => match replay {
+            Replay::Safe if policy.retry_all => Verdict::Retryable,
             Replay::Safe => Verdict::NonRetryable,
             Replay::Unsafe => Verdict::SideEffectUnknown,
         },
@@ -396,7 +408,9 @@ pub fn next_step(
         }
         _ => {
             let n = progress.attempt;
-            let chosen = delay::backoff(n, policy.backoff, policy.backoff_max, draw.0);
+            let chosen = policy
+                .fixed_delay
+                .unwrap_or_else(|| delay::backoff(n, policy.backoff, policy.backoff_max, draw.0));
             Wait {
                 // Our own delay may be shortened to fit --max-wait: only the
                 // server's delay is a promise we must keep.
@@ -716,6 +730,36 @@ mod tests {
     }
 
     #[test]
+    fn retry_all_errors_retries_what_is_safe_to_replay_only() {
+        let policy = Policy {
+            retry_all: true,
+            ..Policy::default()
+        };
+        for (observation, replay, verdict) in [
+            (status(404), Replay::Safe, Verdict::Retryable),
+            (status(404), Replay::Unsafe, Verdict::NonRetryable),
+            (status(503), Replay::Unsafe, Verdict::SideEffectUnknown),
+            (status(200), Replay::Safe, Verdict::Success),
+            (
+                Observation::Transport(Phase::Final),
+                Replay::Safe,
+                Verdict::Retryable,
+            ),
+            (
+                Observation::Transport(Phase::Final),
+                Replay::Unsafe,
+                Verdict::SideEffectUnknown,
+            ),
+        ] {
+            assert_eq!(
+                classify(observation, replay, &policy),
+                verdict,
+                "{observation:?} {replay:?}"
+            );
+        }
+    }
+
+    #[test]
     fn safe_methods() {
         for m in ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"] {
             assert_eq!(Replay::of(m, false), Replay::Safe, "{m}");
@@ -766,6 +810,10 @@ mod tests {
             max_wait: Some(Duration::from_secs(5)),
             ..Policy::default()
         };
+        let fixed = Policy {
+            fixed_delay: Some(Duration::from_secs(2)),
+            ..Policy::default()
+        };
         let d = Draw;
         #[rustfmt::skip]
         let rows: Vec<(&str, Next, Expected)> = vec![
@@ -788,6 +836,8 @@ mod tests {
             ("jitter clipped to budget", next_step(Retryable, ra(10.0), at(2, 49_500), &p, d(0.9)), Ok(10499)),
             ("backoff over budget", next_step(Retryable, None, at(3, 59_900), &p, d(0.9)), Err((BudgetExhausted, None))),
             ("backoff shortened by max-wait", next_step(Retryable, None, at(3, 0), &Policy { max_wait: Some(Duration::from_millis(300)), ..Policy::default() }, d(0.9)), Ok(300)),
+            ("--retry-delay replaces backoff", next_step(Retryable, None, at(3, 0), &fixed, d(0.1)), Ok(2000)),
+            ("--retry-delay under Retry-After", next_step(Retryable, ra(3.0), at(1, 0), &Policy { jitter: 0.0, ..fixed.clone() }, d(0.1)), Ok(3000)),
             ("huge delay", next_step(Retryable, Some(ServerDelay { delay: delay::MAX_SERVER_DELAY, source: DelaySource::RetryAfterSeconds }), at(1, 0), &p, d(0.5)), Err((BudgetExhausted, Some(delay::MAX_SERVER_DELAY.as_millis())))),
         ];
         for (name, next, expected) in rows {

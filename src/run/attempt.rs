@@ -231,11 +231,16 @@ impl Loop<'_> {
             let reach = self.redactor.reach() as u64;
             let limit = self.keep_body.max(ERROR_BODY_KEPT + reach);
             let mut body = Vec::new();
-            let _ = (&mut reply.body).take(limit + 1).read_to_end(&mut body);
+            let whole = (&mut reply.body)
+                .take(limit + 1)
+                .read_to_end(&mut body)
+                .is_ok();
             let (start, _) = self.redactor.cut(&body, ERROR_BODY_KEPT as usize);
             let text = String::from_utf8_lossy(&start).trim().to_string();
             last_error = LastError::Now((!text.is_empty()).then_some(text));
             failed_body = kept(body, limit);
+            // A body that broke off is not whole either (--fail-with-body).
+            failed_body.1 |= !whole;
         }
         if matches!(judged, Judged::Verdict(Verdict::Success)) {
             last_error = LastError::Now(None);

@@ -611,7 +611,8 @@ mod tests {
                 }),
                 id_pointer: None,
             };
-            let mut sink = Sink::file(std::path::Path::new("/dev/null"), false).unwrap();
+            let mut sink =
+                Sink::file(std::path::Path::new("/dev/null"), &Default::default()).unwrap();
             let draw = self.draw;
             let record = looper.run(
                 &mut transport,

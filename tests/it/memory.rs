@@ -158,7 +158,7 @@ fn an_endless_upload_is_cut_at_the_budget_in_constant_memory() {
         "--no-state",
         "--budget",
         "1s",
-        "-d",
+        "--data-binary",
         "@/dev/zero",
         &server.url(),
     ]));

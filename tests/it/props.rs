@@ -50,6 +50,8 @@ fn policy() -> impl Strategy<Value = Policy> {
                 backoff,
                 backoff_max: backoff_max.max(backoff),
                 retry_on,
+                fixed_delay: None,
+                retry_all: false,
             },
         )
 }
