@@ -316,6 +316,24 @@ pub struct ScopeArgs {
     #[arg(long = "breaker-cooldown", value_name = "DURATION", env = "ABIDE_BREAKER_COOLDOWN",
           default_value = "30s", value_parser = parse_duration)]
     pub breaker_cooldown: Duration,
+
+    /// The scope's retry budget, shared by all its processes (and machines,
+    /// with a Redis --state): first attempts always go; a retry spends one
+    /// of 5 held in the scope, which each successful first attempt refills
+    /// by PERCENT of a retry and time by one every 10 s. A run that would
+    /// retry with none left ends at once, RETRY_EXHAUSTED, with
+    /// next_allowed_at when one is back. 0 turns it off.
+    #[arg(long = "retry-budget", value_name = "PERCENT", env = "ABIDE_RETRY_BUDGET",
+          default_value = "20%", value_parser = parse_retry_budget)]
+    pub retry_budget: RetryBudget,
+}
+
+/// `--retry-budget`: `None` is off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryBudget(pub Option<crate::rules::retry_budget::BudgetPolicy>);
+
+fn parse_retry_budget(text: &str) -> Result<RetryBudget, String> {
+    crate::rules::retry_budget::parse_retry_budget(text).map(RetryBudget)
 }
 
 #[derive(Args, Debug, Default)]

@@ -434,6 +434,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         // run's own does.
         breaker_first: policy.backoff,
         breaker_cooldown: sc.breaker_cooldown,
+        retry_budget: sc.retry_budget.0,
         // A probe that has not reported by the end of its attempt is presumed lost.
         probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
     };

@@ -350,6 +350,9 @@ impl Words<'_> {
                         scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
                             held("has used up its rate-limit quota")
                         }
+                        scope::Wait::Gate(scope::GateCause::Backoff) => held(
+                            "is held for the backoff after a 429 or 503 without a delay to an earlier request",
+                        ),
                         scope::Wait::Rate => held("is paced by --rate"),
                         scope::Wait::HalfOpen(level) => format!(
                             "The circuit breaker of {} is open after repeated failures: its next probe may go in {wait}, beyond the {limit} this run may wait.",
@@ -362,6 +365,11 @@ impl Words<'_> {
                     };
                     format!("{still}{sentence}")
                 }
+                StopWhy::RetryBudgetSpent => format!(
+                    "Still {} after {} attempt(s), and the scope's retry budget is spent: its runs have used the retries it holds.",
+                    self.what(),
+                    self.attempts()
+                ),
                 StopWhy::OpenedBreaker { level } => format!(
                     "Still {} after {} attempt(s), and the failures opened the circuit breaker of {}.",
                     self.what(),

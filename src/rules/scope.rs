@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::attempt::{Observation, Phase};
+use crate::rules::retry_budget::{self, BudgetPolicy, RetryBudget};
 
 /// The spacing `--rate` keeps between two requests of the scope: the rate's
 /// own interval plus a margin for the jitter between letting a request go
@@ -58,6 +59,8 @@ pub struct ScopeState {
     pub repeats: Vec<Repeat>,
     /// Idempotency keys kept per task (`--task`), by hashed task id.
     pub tasks: Vec<TaskKey>,
+    /// The scope's retry budget (`--retry-budget`), shared by its runs.
+    pub retry_budget: RetryBudget,
 }
 
 /// A request that ended NON_RETRYABLE or INVALID_RESPONSE `count` times in a
@@ -153,6 +156,9 @@ pub enum GateCause {
     RetryAfter,
     /// Rate-limit header fields said the quota was used up.
     QuotaExhausted,
+    /// A 429 or 503 without any server delay: the backoff the run that got
+    /// it chose, so that the scope's other runs back off with it.
+    Backoff,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +218,8 @@ pub struct ScopePolicy {
     pub breaker_cooldown: Duration,
     /// How long a half-open probe may take before another process may probe.
     pub probe_ttl: Duration,
+    /// `--retry-budget`; `None` (`0`) turns it off.
+    pub retry_budget: Option<BudgetPolicy>,
 }
 
 /// What the scope says before an attempt.
@@ -399,6 +407,56 @@ pub fn probed_by_another(state: &ScopeState, now: Millis, me: &str, endpoint: &s
 /// Whether this process closed the gate itself, with its own last answer.
 pub fn own_gate(state: &ScopeState, me: &str) -> bool {
     state.gate_by.as_deref() == Some(me)
+}
+
+/// Whether an answer without any server delay closes the scope's gate for
+/// the backoff its run chose: a 429 (the scope is over its limit) or a 503
+/// (the service is overloaded) says so of the whole scope, not of one run.
+pub fn backoff_closes_gate(status: Option<u16>, server_delay: bool) -> bool {
+    !server_delay && matches!(status, Some(429 | 503))
+}
+
+/// Before retry number `attempt` (from 2): spends from the scope's retry
+/// budget, or refuses with the store time it holds a retry again; and if it
+/// goes and `backoff` is given (see [`backoff_closes_gate`]), closes the
+/// gate until the run's backoff ends (never moving it back).
+pub fn before_retry(
+    state: &mut ScopeState,
+    now: Millis,
+    policy: &ScopePolicy,
+    attempt: u32,
+    backoff: Option<Duration>,
+    me: &str,
+) -> Result<(), Millis> {
+    retry_budget::admit(
+        &mut state.retry_budget,
+        now,
+        policy.retry_budget.as_ref(),
+        attempt,
+    )?;
+    if let Some(until) = backoff
+        .map(|d| now.saturating_add(ceil_ms(d)).min(LATEST))
+        .filter(|&u| u > state.next_allowed_at.unwrap_or(0))
+    {
+        state.next_allowed_at = Some(until);
+        state.gate_cause = Some(GateCause::Backoff);
+        state.gate_by = Some(me.to_string());
+    }
+    Ok(())
+}
+
+/// After a successful first attempt: what it earns the scope's budget.
+pub fn earn(state: &mut ScopeState, now: Millis, policy: &ScopePolicy) {
+    if let Some(budget) = &policy.retry_budget {
+        retry_budget::deposit(&mut state.retry_budget, now, budget);
+    }
+}
+
+/// Whether a successful first attempt has anything to earn: not when the
+/// budget is off or its bucket was full when last seen, so that a healthy
+/// scope's record is not written for it.
+pub fn may_earn(state: &ScopeState, policy: &ScopePolicy) -> bool {
+    policy.retry_budget.is_some() && state.retry_budget != RetryBudget::default()
 }
 
 /// How long a backend with expiring keys must keep this record: until the
@@ -684,6 +742,7 @@ mod tests {
             breaker_first: Duration::from_secs(1),
             breaker_cooldown: Duration::from_secs(30),
             probe_ttl: Duration::from_secs(10),
+            retry_budget: Some(BudgetPolicy { per_success: 200 }),
         }
     }
 

@@ -237,6 +237,28 @@ impl Shared {
         learned
     }
 
+    /// Before retry number `attempt`: spends a retry from the scope's budget
+    /// and, with `backoff`, closes the scope's gate for it (see
+    /// [`scope::before_retry`]); else how long until the budget holds a
+    /// retry again. A store that fails refuses nothing.
+    pub fn before_retry(&self, attempt: u32, backoff: Option<Duration>) -> Result<(), Duration> {
+        let mut refused = None;
+        self.update(&mut |state, now| {
+            refused = scope::before_retry(state, now, &self.policy, attempt, backoff, &self.me)
+                .err()
+                .map(|until| after(now, until));
+        });
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// After a successful first attempt: what it earns the scope's budget
+    /// (written only when the bucket, as last seen, was not full).
+    pub fn earn(&self) {
+        if scope::may_earn(&self.seen.borrow(), &self.policy) {
+            self.update(&mut |state, now| scope::earn(state, now, &self.policy));
+        }
+    }
+
     /// Takes a concurrency slot for at most `lease` if `--max-concurrent` is
     /// set and one is free; `Some(None)` means "all taken, wait".
     pub fn try_slot(&self, lease: Duration) -> Option<Option<Slot>> {
