@@ -69,6 +69,15 @@ impl Settled {
     }
 }
 
+/// What names a failed run's error for the no-progress guard: the last
+/// answer's status and error fields, or, without an answer, its error.
+fn error_identity(record: &Record) -> String {
+    match record.attempts.last().and_then(|a| a.status) {
+        Some(status) => crate::rules::canonical::error_identity(status, &record.failed_body),
+        None => record.error.clone().unwrap_or_default(),
+    }
+}
+
 /// What the no-progress guard found: the request's fingerprint to remember
 /// afterwards, or the ending of a request refused before it is sent.
 pub struct Guard {
@@ -290,7 +299,7 @@ impl Session {
                 && record.kind() != Kind::NoProgress
             {
                 let failed = matches!(record.kind(), Kind::NonRetryable | Kind::InvalidResponse);
-                shared.remember(fp, failed);
+                shared.remember(fp, failed.then(|| error_identity(&record)).as_deref());
             }
             // The store's own words may quote its URL, password and all.
             let failure = shared.failure().map(|e| plan.redactor.text(&e));

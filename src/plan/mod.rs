@@ -160,7 +160,10 @@ fn stable_headers(request: &Request) -> Vec<(String, &str)> {
 fn credentials_tag(request: &Request) -> [u8; 2] {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
-    field(&mut hash, request.url.as_bytes());
+    field(
+        &mut hash,
+        crate::rules::canonical::url(&request.url).as_bytes(),
+    );
     for (name, value) in stable_headers(request) {
         if redact::is_secret_name(&name) {
             field(&mut hash, value.as_bytes());
@@ -170,15 +173,31 @@ fn credentials_tag(request: &Request) -> [u8; 2] {
     [digest[0], digest[1]]
 }
 
+/// The largest file body the fingerprint reads whole to spell it one way
+/// (a JSON or form body); a larger one is hashed as its bytes come.
+const CANONICAL_FILE_MAX: u64 = 4 << 20;
+
 /// What makes two requests the same for the no-progress guard: method, URL,
 /// body and headers (but the volatile ones), hashed so that nothing is kept
-/// in clear. Credentials enter it only as their 16-bit tag, so that someone
-/// who can read the scope state cannot test password guesses against it.
+/// in clear. The query and JSON or form bodies are spelt one way first
+/// (`rules::canonical`), so that reordering or reformatting a request does
+/// not make it another. Credentials enter it only as their 16-bit tag, so
+/// that someone who can read the scope state cannot test password guesses
+/// against it.
 pub fn fingerprint(request: &Request) -> std::io::Result<String> {
+    use crate::rules::canonical;
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     field(&mut hash, request.method.as_bytes());
-    field(&mut hash, redact::url(&request.url).as_bytes());
+    field(
+        &mut hash,
+        redact::url(&canonical::url(&request.url)).as_bytes(),
+    );
+    let content_type = request
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.as_str());
     for (name, value) in stable_headers(request) {
         field(&mut hash, name.as_bytes());
         if !redact::is_secret_name(&name) {
@@ -188,11 +207,15 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
     hash.update(credentials_tag(request));
     match &request.body {
         Body::Empty => field(&mut hash, b""),
-        Body::Bytes(bytes) => field(&mut hash, bytes),
+        Body::Bytes(bytes) => field(&mut hash, &canonical::body(content_type, bytes)),
         // A device (`@/dev/zero`) may never end: what it is named is what
         // makes two requests the same.
         Body::File(path) if !fs::metadata(path)?.is_file() => {
             field(&mut hash, path.as_os_str().as_encoded_bytes());
+        }
+        Body::File(path) if fs::metadata(path)?.len() <= CANONICAL_FILE_MAX => {
+            let bytes = fs::read(path)?;
+            field(&mut hash, &canonical::body(content_type, &bytes));
         }
         Body::File(path) => {
             let mut file = std::fs::File::open(path)?;

@@ -63,11 +63,16 @@ pub struct ScopeState {
     pub retry_budget: RetryBudget,
 }
 
-/// A request that ended NON_RETRYABLE or INVALID_RESPONSE `count` times in a
-/// row, last at `last`. The fingerprint is a hash: no request is kept in clear.
+/// A request that ended NON_RETRYABLE or INVALID_RESPONSE with the same
+/// error `count` times in a row, last at `last`. The fingerprint and the
+/// error are hashes: no request or answer is kept in clear.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Repeat {
     pub fingerprint: String,
+    /// The error's identity (`canonical::error_identity`), hashed; empty in
+    /// records of older versions.
+    #[serde(default)]
+    pub error: String,
     pub count: u32,
     pub last: Millis,
 }
@@ -106,16 +111,24 @@ pub fn repeats(state: &ScopeState, fingerprint: &str, now: Millis) -> u32 {
         .map_or(0, |r| r.count)
 }
 
-/// After a run of this request: one more failure in a row, or a clean slate.
-pub fn remember(state: &mut ScopeState, fingerprint: &str, failed: bool, now: Millis) {
-    let count = repeats(state, fingerprint, now);
+/// After a run of this request: with `failure` (the error's identity),
+/// one more identical failure in a row, or the first of a new error; else a
+/// clean slate. Three different errors are three first failures, not one
+/// failure repeated.
+pub fn remember(state: &mut ScopeState, fingerprint: &str, failure: Option<&str>, now: Millis) {
+    let same = state
+        .repeats
+        .iter()
+        .find(|r| r.fingerprint == fingerprint && Some(r.error.as_str()) == failure)
+        .map_or(0, |_| repeats(state, fingerprint, now));
     state.repeats.retain(|r| {
         r.fingerprint != fingerprint && now.saturating_sub(r.last) <= ceil_ms(REPEAT_WINDOW)
     });
-    if failed {
+    if let Some(error) = failure {
         state.repeats.push(Repeat {
             fingerprint: fingerprint.to_string(),
-            count: count + 1,
+            error: error.to_string(),
+            count: same + 1,
             last: now,
         });
         let excess = state.repeats.len().saturating_sub(MAX_REPEATS);
@@ -1274,7 +1287,7 @@ mod tests {
     fn repeated_failures_count_in_a_row_and_expire() {
         let mut s = ScopeState::default();
         for i in 1..=3 {
-            remember(&mut s, "fp-a", true, 1000 * i);
+            remember(&mut s, "fp-a", Some("e"), 1000 * i);
         }
         assert_eq!(repeats(&s, "fp-a", 4000), 3);
         assert_eq!(
@@ -1282,19 +1295,37 @@ mod tests {
             0,
             "a changed request has its own count"
         );
-        remember(&mut s, "fp-b", true, 4000);
+        remember(&mut s, "fp-b", Some("e"), 4000);
         assert_eq!(repeats(&s, "fp-a", 4000), 3);
         // Ten minutes later the old failures no longer count.
         assert_eq!(repeats(&s, "fp-a", 3000 + ceil_ms(REPEAT_WINDOW) + 1), 0);
-        remember(&mut s, "fp-a", true, 3000 + ceil_ms(REPEAT_WINDOW) + 1);
+        remember(&mut s, "fp-a", Some("e"), 3000 + ceil_ms(REPEAT_WINDOW) + 1);
         assert_eq!(repeats(&s, "fp-a", 3000 + ceil_ms(REPEAT_WINDOW) + 1), 1);
         // A success resets it.
-        remember(&mut s, "fp-b", false, 5000);
+        remember(&mut s, "fp-b", None, 5000);
         assert_eq!(repeats(&s, "fp-b", 5000), 0);
         for i in 0..100 {
-            remember(&mut s, &format!("many-{i}"), true, 6000);
+            remember(&mut s, &format!("many-{i}"), Some("e"), 6000);
         }
         assert_eq!(s.repeats.len(), MAX_REPEATS);
+    }
+
+    #[test]
+    fn only_identical_failures_count_as_repeats() {
+        let mut s = ScopeState::default();
+        for (i, error) in ["400 code=\"a\"", "400 code=\"b\"", "409"]
+            .iter()
+            .enumerate()
+        {
+            remember(&mut s, "fp", Some(error), i as Millis);
+            assert_eq!(repeats(&s, "fp", 10), 1, "a new error starts again");
+        }
+        remember(&mut s, "fp", Some("409"), 3);
+        assert_eq!(repeats(&s, "fp", 10), 2);
+        // A record of an older version, without the error: a first failure.
+        s.repeats[0].error = String::new();
+        remember(&mut s, "fp", Some("409"), 4);
+        assert_eq!(repeats(&s, "fp", 10), 1);
     }
 
     #[test]

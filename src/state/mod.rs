@@ -285,10 +285,13 @@ impl Shared {
             .map_or(0, |(state, now)| scope::repeats(&state, fingerprint, now))
     }
 
-    /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE against the
-    /// request, or clears its count.
-    pub fn remember(&self, fingerprint: &str, failed: bool) {
-        self.update(&mut |state, now| scope::remember(state, fingerprint, failed, now));
+    /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE (`failure`,
+    /// the error's identity) against the request, or clears its count.
+    pub fn remember(&self, fingerprint: &str, failure: Option<&str>) {
+        // Hashed: an error's code may say more than it should.
+        let failure = failure.map(crate::state::scope_hash);
+        let failure = failure.as_deref();
+        self.update(&mut |state, now| scope::remember(state, fingerprint, failure, now));
     }
 
     /// The idempotency key of `task`: kept from an earlier run, else `fresh`,

@@ -13,26 +13,6 @@ use crate::util::*;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
-/// Runs each scenario on both backends: `files::name` and `redis::name`
-/// (the latter ignored, saying why, when there is no Redis; see build.rs).
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod files {
-            $(#[test]
-            fn $name() {
-                super::$name(&crate::util::Backend::files(concat!("files-", stringify!($name))));
-            })*
-        }
-        mod redis {
-            $(#[test]
-            #[cfg_attr(no_redis, ignore = "no Redis: install redis-server or set ABIDE_TEST_REDIS")]
-            fn $name() {
-                super::$name(&crate::util::Backend::redis());
-            })*
-        }
-    };
-}
-
 on_both_backends!(
     a_second_process_honours_the_first_ones_retry_after,
     a_gate_beyond_the_budget_answers_at_once_without_sending,
