@@ -72,6 +72,8 @@ pub enum Command {
     Demo,
     /// Serve abide as a Model Context Protocol tool (http_request) on stdio.
     Mcp(McpArgs),
+    /// List what the scope state remembers (why runs are held), or clear it.
+    State(crate::app::state::StateArgs),
 }
 
 #[derive(Args, Debug, Default)]

@@ -54,6 +54,9 @@ pub trait Store {
     /// with respect to every other process; a record left with nothing to
     /// remember is removed. Concurrency slots, held by live processes, stay.
     fn clear(&self, hash: &str, tasks: bool) -> io::Result<()>;
+    /// How many `--max-concurrent` slots of the scope whose hash is `hash`
+    /// are held now, for `abide state`.
+    fn slots_in_use(&self, hash: &str) -> io::Result<u32>;
 }
 
 /// One scope's record as the store keeps it.

@@ -16,6 +16,7 @@ mod faults;
 mod fetch;
 mod fleet;
 mod guard;
+mod inspect;
 mod lab;
 mod mcp;
 mod memory;
