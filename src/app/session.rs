@@ -374,7 +374,11 @@ impl Session {
 
     /// The outcome line of `record`, written to the `--log` too.
     pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
-        let line = Line::new(&plan.context, record, &plan.redactor);
+        let mut line = Line::new(&plan.context, record, &plan.redactor);
+        for sentence in &plan.overruled {
+            line.reason.push(' ');
+            line.reason.push_str(sentence);
+        }
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()

@@ -81,6 +81,8 @@ pub struct Plan {
     pub state_required: bool,
     pub scope_policy: ScopePolicy,
     pub max_concurrent: Option<u32>,
+    /// What `--policy` overruled, one sentence each, for the outcome's reason.
+    pub overruled: Vec<String>,
     pub max_body: u64,
     pub require: Vec<String>,
     /// Refuse a request after this many identical failures in a row; 0 is off.
@@ -386,13 +388,33 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         .map(|(_, v)| v.clone());
 
     let p = &cli.policy;
-    let attempts = p.retry.map_or(p.attempts, |retries| retries + 1);
-    let policy = Policy {
-        attempts,
-        budget: p.budget,
-        hard_budget: p.budget_given,
+    let sc = &cli.scope;
+    // `--policy`: its ceilings over what the flags ask for.
+    let requested = policy::Requested {
+        scope: sc.scope.clone(),
+        attempts: p.retry.map_or(p.attempts, |retries| retries + 1),
         max_wait: p.max_wait,
         retry_on: p.retry_on.0.clone(),
+        rate_interval: sc.rate.map(|r| r.interval),
+        max_concurrent: sc.max_concurrent,
+        breaker: sc.breaker,
+        retry_budget: sc.retry_budget.0,
+        max_delayed: sc.max_delayed,
+    };
+    let keyed = p.idempotent || idempotency_key.is_some();
+    let (governed, overruled) = policy::govern(
+        sc.policy.as_deref(),
+        &target.url,
+        policy::Class::of(&method, keyed),
+        requested,
+        &|knob| sc.given.contains(&knob),
+    )?;
+    let policy = Policy {
+        attempts: governed.attempts,
+        budget: p.budget,
+        hard_budget: p.budget_given,
+        max_wait: governed.max_wait,
+        retry_on: governed.retry_on.clone(),
         floor: p.floor,
         jitter: p.jitter,
         backoff: p.backoff,
@@ -404,9 +426,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if r.max_time.is_some_and(|m| m.is_zero()) || r.connect_timeout.is_zero() || r.stall.is_zero() {
         return Err("-m/--max-time, --connect-timeout and --stall must be more than 0".into());
     }
-    let replay = Replay::of(&method, p.idempotent || idempotency_key.is_some());
-    let sc = &cli.scope;
-    let scope = match &sc.scope {
+    let replay = Replay::of(&method, keyed);
+    let scope = match &governed.scope {
         Some(name) if name.trim().is_empty() => return Err("--scope needs a name".into()),
         Some(name) => name.clone(),
         None => target.origin.clone(),
@@ -451,13 +472,14 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             .map(Backend::Files),
     };
     let scope_policy = ScopePolicy {
-        rate_interval: sc.rate.map(|r| crate::rules::scope::spacing(r.interval)),
-        breaker_threshold: sc.breaker,
+        rate_interval: governed.rate_interval.map(crate::rules::scope::spacing),
+        breaker_threshold: governed.breaker,
         // An open breaker is a backoff the scope shares: it starts where the
         // run's own does.
         breaker_first: policy.backoff,
         breaker_cooldown: sc.breaker_cooldown,
-        retry_budget: sc.retry_budget.0,
+        retry_budget: governed.retry_budget,
+        max_delayed: governed.max_delayed,
         // A probe that has not reported by the end of its attempt is presumed lost.
         probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
     };
@@ -505,7 +527,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         state,
         state_required: sc.state_required,
         scope_policy,
-        max_concurrent: sc.max_concurrent,
+        max_concurrent: governed.max_concurrent,
+        overruled,
         max_body: a.max_body,
         require: a.require.clone(),
         no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),

@@ -365,6 +365,11 @@ impl Words<'_> {
                     };
                     format!("{still}{sentence}")
                 }
+                StopWhy::QueueFull { wait, limit } => format!(
+                    "{} is held by its gate for {}, and the scope's queue is full: {limit} run(s) already wait on it (--max-delayed).",
+                    capital(&self.scope_subject()),
+                    secs_text(*wait)
+                ),
                 StopWhy::RetryBudgetSpent => format!(
                     "Still {} after {} attempt(s), and the scope's retry budget is spent: its runs have used the retries it holds.",
                     self.what(),

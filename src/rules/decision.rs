@@ -202,6 +202,12 @@ pub enum StopWhy {
     /// The run wanted to retry and the scope's retry budget, shared by its
     /// runs, had no retry left.
     RetryBudgetSpent,
+    /// The run would have waited `wait` on the scope's gate, and `limit`
+    /// runs already do (`--max-delayed`).
+    QueueFull {
+        wait: Duration,
+        limit: u32,
+    },
 }
 
 impl Stop {
@@ -221,9 +227,9 @@ impl StopWhy {
             StopWhy::NonRetryable => Kind::NonRetryable,
             StopWhy::SideEffectUnknown => Kind::SideEffectUnknown,
             StopWhy::AttemptsUsed { .. } | StopWhy::RetryBudgetSpent => Kind::RetryExhausted,
-            StopWhy::DelayOverMaxWait { .. } | StopWhy::WaitOverBudget { .. } => {
-                Kind::BudgetExhausted
-            }
+            StopWhy::DelayOverMaxWait { .. }
+            | StopWhy::WaitOverBudget { .. }
+            | StopWhy::QueueFull { .. } => Kind::BudgetExhausted,
             StopWhy::ScopeClosed { cause, .. } => match cause {
                 scope::Wait::Gate(_) | scope::Wait::Rate => Kind::BudgetExhausted,
                 scope::Wait::HalfOpen(_) | scope::Wait::Probe(_) => Kind::CircuitOpen,

@@ -61,7 +61,20 @@ pub struct ScopeState {
     pub tasks: Vec<TaskKey>,
     /// The scope's retry budget (`--retry-budget`), shared by its runs.
     pub retry_budget: RetryBudget,
+    /// The runs waiting on the gate (`--max-delayed`).
+    pub delayed: Vec<Delayed>,
 }
+
+/// A run waiting on the scope's gate, until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delayed {
+    pub holder: String,
+    pub until: Millis,
+}
+
+/// A waiter still counts this long past its gate's moment: the upward
+/// jitter of a gate wait is at most 2 s, and it sends right after.
+const QUEUE_GRACE: Duration = Duration::from_millis(2_500);
 
 /// A request that ended NON_RETRYABLE or INVALID_RESPONSE with the same
 /// error `count` times in a row, last at `last`. The fingerprint and the
@@ -233,6 +246,8 @@ pub struct ScopePolicy {
     pub probe_ttl: Duration,
     /// `--retry-budget`; `None` (`0`) turns it off.
     pub retry_budget: Option<BudgetPolicy>,
+    /// `--max-delayed`: at most this many runs wait on the gate at once.
+    pub max_delayed: Option<u32>,
 }
 
 /// What the scope says before an attempt.
@@ -733,9 +748,52 @@ pub fn holds_probe(state: &ScopeState, me: &str) -> bool {
     breakers(state).any(|b| b.probed_by(me))
 }
 
+/// Before process `me` waits on the gate until `until`: whether it may
+/// (it joins the scope's waiters, or already is one), or the scope's queue
+/// is full (`--max-delayed`). Waiters past their moment no longer count.
+pub fn queue(
+    state: &mut ScopeState,
+    now: Millis,
+    policy: &ScopePolicy,
+    me: &str,
+    until: Millis,
+) -> bool {
+    let grace = ceil_ms(QUEUE_GRACE);
+    state
+        .delayed
+        .retain(|d| d.until.saturating_add(grace) > now);
+    if let Some(mine) = state.delayed.iter_mut().find(|d| d.holder == me) {
+        mine.until = until;
+        return true;
+    }
+    if policy
+        .max_delayed
+        .is_some_and(|most| state.delayed.len() >= most as usize)
+    {
+        return false;
+    }
+    state.delayed.push(Delayed {
+        holder: me.to_string(),
+        until,
+    });
+    true
+}
+
+/// `me` no longer waits on the gate.
+pub fn dequeue(state: &mut ScopeState, me: &str) {
+    state.delayed.retain(|d| d.holder != me);
+}
+
+/// Whether `me` is among the scope's waiters.
+pub fn queued(state: &ScopeState, me: &str) -> bool {
+    state.delayed.iter().any(|d| d.holder == me)
+}
+
 /// Gives back the probes `me` holds when it ends without a verdict (budget,
-/// cancellation), so that the next process may probe at once.
+/// cancellation), so that the next process may probe at once; and its place
+/// among the gate's waiters.
 pub fn release(state: &mut ScopeState, me: &str) {
+    dequeue(state, me);
     let endpoints = state.endpoints.iter_mut().map(|e| &mut e.breaker);
     for breaker in std::iter::once(&mut state.breaker).chain(endpoints) {
         if breaker.probed_by(me) {
@@ -756,6 +814,7 @@ mod tests {
             breaker_cooldown: Duration::from_secs(30),
             probe_ttl: Duration::from_secs(10),
             retry_budget: Some(BudgetPolicy { per_success: 200 }),
+            max_delayed: None,
         }
     }
 
@@ -1308,6 +1367,32 @@ mod tests {
             remember(&mut s, &format!("many-{i}"), Some("e"), 6000);
         }
         assert_eq!(s.repeats.len(), MAX_REPEATS);
+    }
+
+    #[test]
+    fn at_most_max_delayed_runs_wait_on_the_gate() {
+        let p = ScopePolicy {
+            max_delayed: Some(2),
+            ..policy()
+        };
+        let mut s = ScopeState::default();
+        assert!(queue(&mut s, 0, &p, "a", 5_000));
+        assert!(queue(&mut s, 0, &p, "b", 5_000));
+        assert!(!queue(&mut s, 0, &p, "c", 5_000), "the queue is full");
+        assert!(queue(&mut s, 10, &p, "a", 6_000), "a waiter asks again");
+        assert_eq!(s.delayed.len(), 2);
+        release(&mut s, "b");
+        assert!(!queued(&s, "b"));
+        assert!(queue(&mut s, 20, &p, "c", 5_000), "b's place is free");
+        // Past their moment (and its jitter), waiters no longer count.
+        assert!(queue(&mut s, 8_600, &p, "d", 9_000));
+        assert!(queue(&mut s, 8_600, &p, "e", 9_000));
+        assert_eq!(s.delayed.len(), 2, "{:?}", s.delayed);
+        // Without --max-delayed, nobody is refused.
+        let mut s = ScopeState::default();
+        for who in ["a", "b", "c", "d"] {
+            assert!(queue(&mut s, 0, &policy(), who, 5_000));
+        }
     }
 
     #[test]

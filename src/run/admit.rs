@@ -55,6 +55,13 @@ impl Loop<'_> {
                     continue;
                 }
                 Admit::Wait { wait, cause, own } => (cause, wait, own),
+                Admit::QueueFull { wait } => {
+                    let why = StopWhy::QueueFull {
+                        wait,
+                        limit: shared.policy.max_delayed.unwrap_or_default(),
+                    };
+                    return Err((Ending::Decided(why), Some(wait)));
+                }
                 Admit::Unavailable(e) => {
                     let why = Ending::Internal(format!(
                         "the shared state is unavailable ({e}) and --state-required is set"

@@ -521,6 +521,7 @@ mod tests {
                     breaker_cooldown: Duration::from_secs(30),
                     probe_ttl: Duration::from_secs(31),
                     retry_budget: self.retry_budget,
+                    max_delayed: None,
                 };
                 Shared::new(
                     Box::new(memory),

@@ -33,6 +33,11 @@ pub enum Admit {
         cause: scope::Wait,
         own: bool,
     },
+    /// The run would wait on the gate, and `--max-delayed` runs already do:
+    /// it ends now; the gate opens in `wait`.
+    QueueFull {
+        wait: Duration,
+    },
     /// The store failed and `--state-required` forbids going on without it.
     Unavailable(String),
 }
@@ -167,6 +172,10 @@ impl Shared {
         let mut admit = Admit::Go;
         let updated = self.update(&mut |state, now| {
             let deadline = now.saturating_add(clock::ceil_ms(patience));
+            // Only a wait this run would take joins the gate's waiters.
+            let queue = |state: &mut ScopeState, until: Millis| {
+                until > deadline || scope::queue(state, now, &self.policy, &self.me, until)
+            };
             let admission = scope::admit(
                 state,
                 now,
@@ -183,12 +192,23 @@ impl Shared {
                     cause: scope::Wait::Rate,
                     own: false,
                 },
+                Admission::Wait {
+                    until,
+                    cause: scope::Wait::Gate(_),
+                } if self.policy.max_delayed.is_some() && !queue(state, until) => {
+                    Admit::QueueFull {
+                        wait: after(now, until),
+                    }
+                }
                 Admission::Wait { until, cause } => Admit::Wait {
                     wait: after(now, until),
                     cause,
                     own: matches!(cause, scope::Wait::Gate(_)) && scope::own_gate(state, &self.me),
                 },
             };
+            if matches!(admit, Admit::Go) {
+                scope::dequeue(state, &self.me);
+            }
         });
         if updated { admit } else { self.unavailable() }
     }
@@ -274,7 +294,8 @@ impl Shared {
 
     /// At the end of a run: gives back the probes this process claimed but never used.
     pub fn release(&self) {
-        if scope::holds_probe(&self.seen.borrow(), &self.me) {
+        let seen = self.seen.borrow().clone();
+        if scope::holds_probe(&seen, &self.me) || scope::queued(&seen, &self.me) {
             self.update(&mut |state, _| scope::release(state, &self.me));
         }
     }

@@ -20,6 +20,7 @@ mod inspect;
 mod lab;
 mod mcp;
 mod memory;
+mod policy;
 mod props;
 mod scope;
 mod secrets;
