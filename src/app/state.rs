@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::clock::{Millis, rfc3339};
 use crate::exit::Kind;
 use crate::rules::retry_budget::{self, RETRY};
-use crate::rules::scope::{Breaker, GateCause};
+use crate::rules::scope::{self, Breaker, GateCause};
 use crate::state::{FileStore, RedisStore, Store, Stored};
 
 /// The longest the store may take to connect or answer.
@@ -201,6 +201,8 @@ struct View {
     /// `--rate`: the next free slot, while it is ahead.
     rate_next_slot: Option<String>,
     slots_in_use: u32,
+    /// Runs waiting on the gate (counted with `--max-delayed`).
+    waiting_on_gate: usize,
     retry_budget: Budget,
     tasks_kept: usize,
 }
@@ -265,6 +267,7 @@ impl View {
                 .count(),
             rate_next_slot: s.rate_tat.filter(|&t| t > now).map(at),
             slots_in_use,
+            waiting_on_gate: scope::waiting(s, now),
             retry_budget: Budget {
                 retries_left: thousandths(retry_budget::level(&s.retry_budget, now)),
                 capacity: thousandths(retry_budget::CAPACITY),
@@ -297,11 +300,12 @@ impl View {
         format!(
             "{}\n  hash          {}\n  gate          {gate}\n  breaker       {breaker}\n  \
              endpoints     {} with an open breaker\n  --rate        {rate}\n  \
-             slots in use  {}\n  retry budget  {:.1} of {} retries left\n  tasks kept    {}\n",
+             slots in use  {}\n  waiting       {} on the gate\n  retry budget  {:.1} of {} retries left\n  tasks kept    {}\n",
             self.scope,
             self.hash,
             self.endpoints_open,
             self.slots_in_use,
+            self.waiting_on_gate,
             self.retry_budget.retries_left,
             self.retry_budget.capacity,
             self.tasks_kept
@@ -335,6 +339,10 @@ mod tests {
                     spent: 3_500,
                     at: NOW,
                 },
+                delayed: vec![crate::rules::scope::Delayed {
+                    holder: "p".into(),
+                    until: NOW + 30_000,
+                }],
                 tasks: vec![
                     TaskKey {
                         task: "t".into(),
@@ -358,6 +366,7 @@ mod tests {
         assert_eq!(json["breaker"]["state"], "open");
         assert_eq!(json["rate_next_slot"], "2025-11-24T16:00:00.200Z");
         assert_eq!(json["slots_in_use"], 1);
+        assert_eq!(json["waiting_on_gate"], 1);
         assert_eq!(json["retry_budget"]["retries_left"], 1.5);
         assert_eq!(json["retry_budget"]["capacity"], 5.0);
         assert_eq!(json["tasks_kept"], 1);

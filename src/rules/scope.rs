@@ -779,6 +779,16 @@ pub fn queue(
     true
 }
 
+/// How many runs wait on the gate at `now` (`abide state`).
+pub fn waiting(state: &ScopeState, now: Millis) -> usize {
+    let grace = ceil_ms(QUEUE_GRACE);
+    state
+        .delayed
+        .iter()
+        .filter(|d| d.until.saturating_add(grace) > now)
+        .count()
+}
+
 /// `me` no longer waits on the gate.
 pub fn dequeue(state: &mut ScopeState, me: &str) {
     state.delayed.retain(|d| d.holder != me);
@@ -1370,6 +1380,69 @@ mod tests {
     }
 
     #[test]
+    fn a_429_or_503_without_a_delay_closes_the_gate_for_the_backoff() {
+        #[rustfmt::skip]
+        let rows = [
+            (Some(429), false, true),
+            (Some(503), false, true),
+            (Some(429), true, false),
+            (Some(503), true, false),
+            (Some(500), false, false),
+            (Some(502), false, false),
+            (None, false, false),
+        ];
+        for (status, server_delay, closes) in rows {
+            assert_eq!(
+                backoff_closes_gate(status, server_delay),
+                closes,
+                "{status:?} {server_delay}"
+            );
+        }
+        let p = policy();
+        let mut s = ScopeState::default();
+        assert_eq!(
+            before_retry(&mut s, 1_000, &p, 2, Some(Duration::from_millis(300)), "a"),
+            Ok(())
+        );
+        assert_eq!(s.next_allowed_at, Some(1_300));
+        assert_eq!(s.gate_cause, Some(GateCause::Backoff));
+        assert_eq!(s.retry_budget.spent, retry_budget::RETRY);
+        // A shorter backoff never moves the gate back, nor a longer Retry-After's.
+        assert_eq!(
+            before_retry(&mut s, 1_000, &p, 2, Some(Duration::from_millis(100)), "b"),
+            Ok(())
+        );
+        assert_eq!(
+            (s.next_allowed_at, s.gate_by.as_deref()),
+            (Some(1_300), Some("a"))
+        );
+        // Refused: the gate stays as it was, and the time the budget refills.
+        for _ in 0..3 {
+            before_retry(&mut s, 1_000, &p, 3, None, "c").unwrap();
+        }
+        assert_eq!(
+            before_retry(&mut s, 1_000, &p, 2, Some(Duration::from_secs(9)), "d"),
+            Err(11_000)
+        );
+        assert_eq!(s.next_allowed_at, Some(1_300));
+        // A first attempt is never refused and spends nothing; off, nothing is.
+        assert_eq!(before_retry(&mut s, 1_000, &p, 1, None, "d"), Ok(()));
+        let off = ScopePolicy {
+            retry_budget: None,
+            ..p
+        };
+        assert_eq!(before_retry(&mut s, 1_000, &off, 4, None, "d"), Ok(()));
+        // Successes earn it back; a full bucket has nothing to earn.
+        assert!(may_earn(&s, &p));
+        for _ in 0..5 {
+            earn(&mut s, 1_000, &p);
+        }
+        assert_eq!(retry_budget::level(&s.retry_budget, 1_000), 1_000);
+        assert!(!may_earn(&ScopeState::default(), &p));
+        assert!(!may_earn(&s, &off));
+    }
+
+    #[test]
     fn at_most_max_delayed_runs_wait_on_the_gate() {
         let p = ScopePolicy {
             max_delayed: Some(2),
@@ -1388,6 +1461,8 @@ mod tests {
         assert!(queue(&mut s, 8_600, &p, "d", 9_000));
         assert!(queue(&mut s, 8_600, &p, "e", 9_000));
         assert_eq!(s.delayed.len(), 2, "{:?}", s.delayed);
+        assert_eq!(waiting(&s, 8_600), 2);
+        assert_eq!(waiting(&s, 11_500), 0);
         // Without --max-delayed, nobody is refused.
         let mut s = ScopeState::default();
         for who in ["a", "b", "c", "d"] {
