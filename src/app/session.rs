@@ -376,8 +376,11 @@ impl Session {
     pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
         let mut line = Line::new(&plan.context, record, &plan.redactor);
         for sentence in &plan.overruled {
+            let mut chars = sentence.chars();
+            let first = chars.next().map(|c| c.to_uppercase().to_string());
             line.reason.push(' ');
-            line.reason.push_str(sentence);
+            line.reason.push_str(&first.unwrap_or_default());
+            line.reason.push_str(chars.as_str());
         }
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));

@@ -433,6 +433,15 @@ impl Words<'_> {
                     None => format!("{}; retrying will not help, fix the cause first.", self.what()),
                 },
             },
+            Kind::RetryExhausted
+                if self.record.ending == Ending::Decided(StopWhy::RetryBudgetSpent)
+                    && self.status != Some(429) =>
+            {
+                format!(
+                    "The scope's runs have used its retries; {}.",
+                    not_before("wait before calling again")
+                )
+            }
             Kind::RetryExhausted if self.status == Some(429) => format!(
                 "The server is still rate limiting; {}.",
                 not_before("wait before calling again")
@@ -446,7 +455,10 @@ impl Words<'_> {
                 not_before("wait before calling again")
             ),
             Kind::BudgetExhausted => match self.record.attempts.iter().rev().find_map(|a| a.server_delay) {
-                _ if matches!(self.record.ending, Ending::Decided(StopWhy::ScopeClosed { .. })) => {
+                _ if matches!(
+                    self.record.ending,
+                    Ending::Decided(StopWhy::ScopeClosed { .. } | StopWhy::QueueFull { .. })
+                ) => {
                     self.not_before_for(&self.scope_subject())
                 }
                 Some(delay) => format!(
