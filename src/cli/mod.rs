@@ -332,6 +332,7 @@ pub struct ScopeArgs {
     /// At most N runs of the scope wait on its gate at once, across all
     /// processes; another run that would wait ends at once with
     /// BUDGET_EXHAUSTED and next_allowed_at (the scope's queue is full).
+    /// Refused with --no-state.
     #[arg(long = "max-delayed", value_name = "N", env = "ABIDE_MAX_DELAYED",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_delayed: Option<u32>,

@@ -441,6 +441,10 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
                 "--max-concurrent counts the scope's requests",
                 sc.max_concurrent.is_some(),
             ),
+            (
+                "--max-delayed counts the runs waiting on its gate",
+                sc.max_delayed.is_some(),
+            ),
         ];
         if let Some((what, _)) = shared.iter().find(|(_, given)| *given) {
             return Err(format!(
@@ -919,6 +923,7 @@ mod tests {
             &["--require", "data", "h"],
             &["--rate", "5/s", "--no-state", "h"],
             &["--max-concurrent", "2", "--no-state", "h"],
+            &["--max-delayed", "2", "--no-state", "h"],
             &["--max-body", "lots", "h"],
             &["--state", "memcached://h", "h"],
             &["--state", "redis://h", "--no-state", "h"],

@@ -55,11 +55,8 @@ impl Loop<'_> {
                     continue;
                 }
                 Admit::Wait { wait, cause, own } => (cause, wait, own),
-                Admit::QueueFull { wait } => {
-                    let why = StopWhy::QueueFull {
-                        wait,
-                        limit: shared.policy.max_delayed.unwrap_or_default(),
-                    };
+                Admit::QueueFull { wait, limit } => {
+                    let why = StopWhy::QueueFull { wait, limit };
                     return Err((Ending::Decided(why), Some(wait)));
                 }
                 Admit::Unavailable(e) => {

@@ -33,10 +33,11 @@ pub enum Admit {
         cause: scope::Wait,
         own: bool,
     },
-    /// The run would wait on the gate, and `--max-delayed` runs already do:
-    /// it ends now; the gate opens in `wait`.
+    /// The run would wait on the gate, and `limit` (`--max-delayed`) runs
+    /// already do: it ends now; the gate opens in `wait`.
     QueueFull {
         wait: Duration,
+        limit: u32,
     },
     /// The store failed and `--state-required` forbids going on without it.
     Unavailable(String),
@@ -198,6 +199,7 @@ impl Shared {
                 } if self.policy.max_delayed.is_some() && !queue(state, until) => {
                     Admit::QueueFull {
                         wait: after(now, until),
+                        limit: self.policy.max_delayed.unwrap_or_default(),
                     }
                 }
                 Admission::Wait { until, cause } => Admit::Wait {
