@@ -91,12 +91,14 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
-    fn open(&self) -> Result<Box<dyn Store>> {
+    /// The store, or `None` for a state directory that does not exist yet
+    /// (nothing remembered; looking creates nothing).
+    fn open(&self) -> Result<Option<Box<dyn Store>>> {
         let masked = |e: std::io::Error| anyhow::anyhow!(crate::redact::urls_in(&e.to_string()));
         match &self.state {
             Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
                 let store = RedisStore::connect(url, TIMEOUT).map_err(masked)?;
-                Ok(Box::new(store))
+                Ok(Some(Box::new(store)))
             }
             Some(_) => anyhow::bail!("--state takes a redis:// or rediss:// URL"),
             None => {
@@ -105,9 +107,12 @@ impl StoreArgs {
                     .clone()
                     .or_else(FileStore::default_dir)
                     .context("no state directory: set --state-dir or HOME")?;
+                if !dir.exists() {
+                    return Ok(None);
+                }
                 let store = FileStore::open(&dir, TIMEOUT)
                     .with_context(|| format!("the state directory {}", dir.display()))?;
-                Ok(Box::new(store))
+                Ok(Some(Box::new(store)))
             }
         }
     }
@@ -121,12 +126,17 @@ pub fn run(args: &StateArgs) -> Result<ExitCode> {
 }
 
 fn list(store: &StoreArgs, json: bool) -> Result<ExitCode> {
-    let store = store.open()?;
-    let (listing, now) = store.list().context("cannot list the scopes")?;
     let mut out = std::io::stdout().lock();
-    if listing.is_empty() && !json {
-        writeln!(out, "No scope is remembered.")?;
-    }
+    let listing = match store.open()? {
+        Some(store) => Some((store.list().context("cannot list the scopes")?, store)),
+        None => None,
+    };
+    let Some(((listing, now), store)) = listing.filter(|((l, _), _)| !l.is_empty()) else {
+        if !json {
+            writeln!(out, "No scope is remembered.")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
     for stored in &listing {
         let slots = store
             .slots_in_use(&stored.hash)
@@ -142,7 +152,13 @@ fn list(store: &StoreArgs, json: bool) -> Result<ExitCode> {
 }
 
 fn clear(args: &ClearArgs) -> Result<ExitCode> {
-    let store = args.store.open()?;
+    let Some(store) = args.store.open()? else {
+        if args.all {
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!("abide: error: the store remembers no scope (its directory does not exist)");
+        return Ok(ExitCode::from(Kind::UsageError.exit_code()));
+    };
     let (listing, _) = store.list().context("cannot list the scopes")?;
     let chosen: Vec<&Stored> = match &args.scope {
         Some(given) => match crate::state::find(&listing, given) {

@@ -104,3 +104,29 @@ fn state_shows_why_runs_are_held_and_clear_forgets_it(b: &Backend) {
     assert_eq!(unknown.code, 2);
     assert!(unknown.stderr.contains("no scope"), "{}", unknown.stderr);
 }
+
+/// Looking at a state directory that does not exist creates nothing.
+#[test]
+fn looking_creates_no_state_directory() {
+    let dir = temp_dir("inspect-none").join("state");
+    let run = finish(abide(&["state", "--state-dir", dir.to_str().unwrap()]), b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "No scope is remembered.\n");
+    let all = finish(
+        abide(&[
+            "state",
+            "clear",
+            "--all",
+            "--state-dir",
+            dir.to_str().unwrap(),
+        ]),
+        b"",
+    );
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let one = finish(
+        abide(&["state", "clear", "x", "--state-dir", dir.to_str().unwrap()]),
+        b"",
+    );
+    assert_eq!(one.code, 2, "{}", one.stderr);
+    assert!(!dir.exists());
+}
