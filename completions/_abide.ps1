@@ -73,6 +73,9 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             [CompletionResult]::new('--max-concurrent', '--max-concurrent', [CompletionResultType]::ParameterName, 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget. Refused with --no-state')
             [CompletionResult]::new('--breaker', '--breaker', [CompletionResultType]::ParameterName, 'Consecutive failed attempts that open a circuit breaker; 0 turns it off. Retryable 5xx (not 429) and failures after sending count for their endpoint (method and path), failures to reach the host for the whole scope. A run waits for an open breaker''s half-open moment when it fits --budget and --max-wait, and ends with CIRCUIT_OPEN when it does not')
             [CompletionResult]::new('--breaker-cooldown', '--breaker-cooldown', [CompletionResultType]::ParameterName, 'The longest an open breaker waits between two probes when the server gave no delay: it opens for the first --backoff step and doubles after each failed probe up to this; a server''s delay sets the moment instead')
+            [CompletionResult]::new('--retry-budget', '--retry-budget', [CompletionResultType]::ParameterName, 'The scope''s retry budget, shared by all its processes (and machines, with a Redis --state): first attempts always go; a retry spends one of 5 held in the scope, which each successful first attempt refills by PERCENT of a retry and time by one every 10 s. A run that would retry with none left ends at once, RETRY_EXHAUSTED, with next_allowed_at when one is back. 0 turns it off')
+            [CompletionResult]::new('--max-delayed', '--max-delayed', [CompletionResultType]::ParameterName, 'At most N runs of the scope wait on its gate at once, across all processes; another run that would wait ends at once with BUDGET_EXHAUSTED and next_allowed_at (the scope''s queue is full). Refused with --no-state')
+            [CompletionResult]::new('--policy', '--policy', [CompletionResultType]::ParameterName, 'Limits per scope (TOML) that flags may tighten but never loosen: a flag that asks for more is lowered to it, saying so in the outcome''s reason [default: $XDG_CONFIG_HOME/abide/policy.toml (else ~/.config/abide/policy.toml) when it exists]')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched); "-" is stdout. A GET whose body breaks off is resumed where it broke off when the server allows it (Accept-Ranges: bytes, and a strong ETag or Last-Modified)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched); "-" is stdout. A GET whose body breaks off is resumed where it broke off when the server allows it (Accept-Ranges: bytes, and a strong ETag or Last-Modified)')
             [CompletionResult]::new('--output-dir', '--output-dir', [CompletionResultType]::ParameterName, 'The directory -o FILE and -O write into, as curl''s --output-dir')
@@ -174,6 +177,7 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             [CompletionResult]::new('lab', 'lab', [CompletionResultType]::ParameterValue, 'Run a local rate-limited HTTP server that catches clients which retry too early')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Show in ten seconds what abide does, against a lab started in-process')
             [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve abide as a Model Context Protocol tool (http_request) on stdio')
+            [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'List what the scope state remembers (why runs are held), or clear it')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -200,10 +204,43 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'abide;state' {
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The state directory [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The Redis store instead, as a run''s --state: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss://')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'One JSON object per scope, one a line')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Forget what holds a scope''s runs back: its gate, breakers, counts of repeated failures and retry budget (its name and --rate pacing still ahead stay; so do its task keys, unless --tasks)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'abide;state;clear' {
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The state directory [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The Redis store instead, as a run''s --state: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss://')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every scope the store knows')
+            [CompletionResult]::new('--tasks', '--tasks', [CompletionResultType]::ParameterName, 'Also forget the scope''s --task idempotency keys: a rerun of a task then sends a new key, and the server may apply its write twice. Asks first at a terminal; without one, it needs --yes')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask before forgetting task keys')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask before forgetting task keys')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'abide;state;help' {
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Forget what holds a scope''s runs back: its gate, breakers, counts of repeated failures and retry budget (its name and --rate pacing still ahead stay; so do its task keys, unless --tasks)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'abide;state;help;clear' {
+            break
+        }
+        'abide;state;help;help' {
+            break
+        }
         'abide;help' {
             [CompletionResult]::new('lab', 'lab', [CompletionResultType]::ParameterValue, 'Run a local rate-limited HTTP server that catches clients which retry too early')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Show in ten seconds what abide does, against a lab started in-process')
             [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve abide as a Model Context Protocol tool (http_request) on stdio')
+            [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'List what the scope state remembers (why runs are held), or clear it')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -214,6 +251,13 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             break
         }
         'abide;help;mcp' {
+            break
+        }
+        'abide;help;state' {
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Forget what holds a scope''s runs back: its gate, breakers, counts of repeated failures and retry budget (its name and --rate pacing still ahead stay; so do its task keys, unless --tasks)')
+            break
+        }
+        'abide;help;state;clear' {
             break
         }
         'abide;help;help' {

@@ -28,6 +28,9 @@ _abide() {
             abide,mcp)
                 cmd="abide__subcmd__mcp"
                 ;;
+            abide,state)
+                cmd="abide__subcmd__state"
+                ;;
             abide__subcmd__help,demo)
                 cmd="abide__subcmd__help__subcmd__demo"
                 ;;
@@ -40,6 +43,24 @@ _abide() {
             abide__subcmd__help,mcp)
                 cmd="abide__subcmd__help__subcmd__mcp"
                 ;;
+            abide__subcmd__help,state)
+                cmd="abide__subcmd__help__subcmd__state"
+                ;;
+            abide__subcmd__help__subcmd__state,clear)
+                cmd="abide__subcmd__help__subcmd__state__subcmd__clear"
+                ;;
+            abide__subcmd__state,clear)
+                cmd="abide__subcmd__state__subcmd__clear"
+                ;;
+            abide__subcmd__state,help)
+                cmd="abide__subcmd__state__subcmd__help"
+                ;;
+            abide__subcmd__state__subcmd__help,clear)
+                cmd="abide__subcmd__state__subcmd__help__subcmd__clear"
+                ;;
+            abide__subcmd__state__subcmd__help,help)
+                cmd="abide__subcmd__state__subcmd__help__subcmd__help"
+                ;;
             *)
                 ;;
         esac
@@ -47,7 +68,7 @@ _abide() {
 
     case "${cmd}" in
         abide)
-            opts="-K -X -H -d -G -F -T -L -u -A -e -x -k -m -o -O -J -C -N -i -D -w -I -s -f -S -v -b -j -c -4 -6 -U -p -E -n -y -Y -h -V --url --config --generate --request --header --data --data-ascii --data-raw --data-binary --data-urlencode --get --form --form-string --upload-file --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --output --remote-name-all --remote-name --remote-header-name --output-dir --create-dirs --clobber --no-clobber --fail-with-body --remove-on-error --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --task-attempts --check --id-pointer --escalate --cookie --junk-session-cookies --cookie-jar --ipv4 --ipv6 --resolve --connect-to --unix-socket --location-trusted --max-redirs --proxy-user --proxytunnel --noproxy --cert --key --netrc --netrc-file --netrc-optional --speed-time --speed-limit --limit-rate --retry-delay --retry-all-errors --help --version lab demo mcp help"
+            opts="-K -X -H -d -G -F -T -L -u -A -e -x -k -m -o -O -J -C -N -i -D -w -I -s -f -S -v -b -j -c -4 -6 -U -p -E -n -y -Y -h -V --url --config --generate --request --header --data --data-ascii --data-raw --data-binary --data-urlencode --get --form --form-string --upload-file --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --retry-budget --max-delayed --policy --output --remote-name-all --remote-name --remote-header-name --output-dir --create-dirs --clobber --no-clobber --fail-with-body --remove-on-error --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --task-attempts --check --id-pointer --escalate --cookie --junk-session-cookies --cookie-jar --ipv4 --ipv6 --resolve --connect-to --unix-socket --location-trusted --max-redirs --proxy-user --proxytunnel --noproxy --cert --key --netrc --netrc-file --netrc-optional --speed-time --speed-limit --limit-rate --retry-delay --retry-all-errors --help --version lab demo mcp state help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -261,6 +282,18 @@ _abide() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --retry-budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-delayed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --policy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -447,7 +480,7 @@ _abide() {
             return 0
             ;;
         abide__subcmd__help)
-            opts="lab demo mcp help"
+            opts="lab demo mcp state help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -516,6 +549,34 @@ _abide() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        abide__subcmd__help__subcmd__state)
+            opts="clear"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abide__subcmd__help__subcmd__state__subcmd__clear)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         abide__subcmd__lab)
             opts="-h --port --limit --window --skew --duration --script --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -565,6 +626,92 @@ _abide() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abide__subcmd__state)
+            opts="-h --json --state-dir --state --help clear help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abide__subcmd__state__subcmd__clear)
+            opts="-y -h --all --tasks --yes --state-dir --state --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abide__subcmd__state__subcmd__help)
+            opts="clear help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abide__subcmd__state__subcmd__help__subcmd__clear)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        abide__subcmd__state__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -70,6 +70,9 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand --max-concurrent 'At most N requests of the scope in flight across all processes; waiting for a slot counts against the budget. Refused with --no-state'
             cand --breaker 'Consecutive failed attempts that open a circuit breaker; 0 turns it off. Retryable 5xx (not 429) and failures after sending count for their endpoint (method and path), failures to reach the host for the whole scope. A run waits for an open breaker''s half-open moment when it fits --budget and --max-wait, and ends with CIRCUIT_OPEN when it does not'
             cand --breaker-cooldown 'The longest an open breaker waits between two probes when the server gave no delay: it opens for the first --backoff step and doubles after each failed probe up to this; a server''s delay sets the moment instead'
+            cand --retry-budget 'The scope''s retry budget, shared by all its processes (and machines, with a Redis --state): first attempts always go; a retry spends one of 5 held in the scope, which each successful first attempt refills by PERCENT of a retry and time by one every 10 s. A run that would retry with none left ends at once, RETRY_EXHAUSTED, with next_allowed_at when one is back. 0 turns it off'
+            cand --max-delayed 'At most N runs of the scope wait on its gate at once, across all processes; another run that would wait ends at once with BUDGET_EXHAUSTED and next_allowed_at (the scope''s queue is full). Refused with --no-state'
+            cand --policy 'Limits per scope (TOML) that flags may tighten but never loosen: a flag that asks for more is lowered to it, saying so in the outcome''s reason [default: $XDG_CONFIG_HOME/abide/policy.toml (else ~/.config/abide/policy.toml) when it exists]'
             cand -o 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched); "-" is stdout. A GET whose body breaks off is resumed where it broke off when the server allows it (Accept-Ranges: bytes, and a strong ETag or Last-Modified)'
             cand --output 'Write the body to FILE (via a temporary file renamed on success, so a failed run leaves any existing FILE untouched); "-" is stdout. A GET whose body breaks off is resumed where it broke off when the server allows it (Accept-Ranges: bytes, and a strong ETag or Last-Modified)'
             cand --output-dir 'The directory -o FILE and -O write into, as curl''s --output-dir'
@@ -171,6 +174,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand lab 'Run a local rate-limited HTTP server that catches clients which retry too early'
             cand demo 'Show in ten seconds what abide does, against a lab started in-process'
             cand mcp 'Serve abide as a Model Context Protocol tool (http_request) on stdio'
+            cand state 'List what the scope state remembers (why runs are held), or clear it'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'abide;lab'= {
@@ -193,10 +197,38 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'abide;state'= {
+            cand --state-dir 'The state directory [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]'
+            cand --state 'The Redis store instead, as a run''s --state: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss://'
+            cand --json 'One JSON object per scope, one a line'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand clear 'Forget what holds a scope''s runs back: its gate, breakers, counts of repeated failures and retry budget (its name and --rate pacing still ahead stay; so do its task keys, unless --tasks)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'abide;state;clear'= {
+            cand --state-dir 'The state directory [default: $XDG_STATE_HOME/abide, else ~/.local/state/abide]'
+            cand --state 'The Redis store instead, as a run''s --state: redis://[USER:PASSWORD@]HOST:PORT[/DB], or rediss://'
+            cand --all 'Every scope the store knows'
+            cand --tasks 'Also forget the scope''s --task idempotency keys: a rerun of a task then sends a new key, and the server may apply its write twice. Asks first at a terminal; without one, it needs --yes'
+            cand -y 'Do not ask before forgetting task keys'
+            cand --yes 'Do not ask before forgetting task keys'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'abide;state;help'= {
+            cand clear 'Forget what holds a scope''s runs back: its gate, breakers, counts of repeated failures and retry budget (its name and --rate pacing still ahead stay; so do its task keys, unless --tasks)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'abide;state;help;clear'= {
+        }
+        &'abide;state;help;help'= {
+        }
         &'abide;help'= {
             cand lab 'Run a local rate-limited HTTP server that catches clients which retry too early'
             cand demo 'Show in ten seconds what abide does, against a lab started in-process'
             cand mcp 'Serve abide as a Model Context Protocol tool (http_request) on stdio'
+            cand state 'List what the scope state remembers (why runs are held), or clear it'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'abide;help;lab'= {
@@ -204,6 +236,11 @@ set edit:completion:arg-completer[abide] = {|@words|
         &'abide;help;demo'= {
         }
         &'abide;help;mcp'= {
+        }
+        &'abide;help;state'= {
+            cand clear 'Forget what holds a scope''s runs back: its gate, breakers, counts of repeated failures and retry budget (its name and --rate pacing still ahead stay; so do its task keys, unless --tasks)'
+        }
+        &'abide;help;state;clear'= {
         }
         &'abide;help;help'= {
         }

@@ -4,6 +4,7 @@
 pub mod demo;
 pub mod mcp;
 pub(crate) mod session;
+pub mod state;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -31,6 +32,7 @@ pub fn main() -> ExitCode {
         Some(Command::Lab(args)) => crate::lab::run(args),
         Some(Command::Demo) => crate::app::demo::run(),
         Some(Command::Mcp(args)) => crate::app::mcp::run(args),
+        Some(Command::State(args)) => crate::app::state::run(args),
         None => match cli.generate {
             Some(kind) => crate::cli::docs::print(kind),
             None => Ok(crate::edge::cancel::end_process(fetch(&cli))),

@@ -85,6 +85,15 @@ impl Settled {
     }
 }
 
+/// What names a failed run's error for the no-progress guard: the last
+/// answer's status and error fields, or, without an answer, its error.
+fn error_identity(record: &Record) -> String {
+    match record.attempts.last().and_then(|a| a.status) {
+        Some(status) => crate::rules::canonical::error_identity(status, &record.failed_body),
+        None => record.error.clone().unwrap_or_default(),
+    }
+}
+
 /// What the no-progress guard found: the request's fingerprint to remember
 /// afterwards, or the ending of a request refused before it is sent.
 pub struct Guard {
@@ -391,7 +400,7 @@ impl Session {
                 && record.kind() != Kind::NoProgress
             {
                 let failed = matches!(record.kind(), Kind::NonRetryable | Kind::InvalidResponse);
-                shared.remember(fp, failed);
+                shared.remember(fp, failed.then(|| error_identity(&record)).as_deref());
             }
             if let Some(task) = &plan.task {
                 let sent = record.attempts.len() as u32;
@@ -499,7 +508,14 @@ impl Session {
     /// The outcome line of `record`, written to the `--log` too.
     pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
         self.log_start(plan);
-        let line = Line::new(&plan.context(), record, &plan.redactor);
+        let mut line = Line::new(&plan.context(), record, &plan.redactor);
+        for sentence in &plan.overruled {
+            let mut chars = sentence.chars();
+            let first = chars.next().map(|c| c.to_uppercase().to_string());
+            line.reason.push(' ');
+            line.reason.push_str(&first.unwrap_or_default());
+            line.reason.push_str(chars.as_str());
+        }
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()

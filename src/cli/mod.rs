@@ -104,6 +104,8 @@ pub enum Command {
     Demo,
     /// Serve abide as a Model Context Protocol tool (http_request) on stdio.
     Mcp(McpArgs),
+    /// List what the scope state remembers (why runs are held), or clear it.
+    State(crate::app::state::StateArgs),
 }
 
 #[derive(Args, Debug, Default)]
@@ -403,6 +405,45 @@ pub struct ScopeArgs {
     #[arg(long = "breaker-cooldown", value_name = "DURATION", env = "ABIDE_BREAKER_COOLDOWN",
           default_value = "30s", value_parser = parse_duration)]
     pub breaker_cooldown: Duration,
+
+    /// The scope's retry budget, shared by all its processes (and machines,
+    /// with a Redis --state): first attempts always go; a retry spends one
+    /// of 5 held in the scope, which each successful first attempt refills
+    /// by PERCENT of a retry and time by one every 10 s. A run that would
+    /// retry with none left ends at once, RETRY_EXHAUSTED, with
+    /// next_allowed_at when one is back. 0 turns it off.
+    #[arg(long = "retry-budget", value_name = "PERCENT", env = "ABIDE_RETRY_BUDGET",
+          default_value = "20%", value_parser = parse_retry_budget)]
+    pub retry_budget: RetryBudget,
+
+    /// At most N runs of the scope wait on its gate at once, across all
+    /// processes; another run that would wait ends at once with
+    /// BUDGET_EXHAUSTED and next_allowed_at (the scope's queue is full).
+    /// Refused with --no-state.
+    #[arg(long = "max-delayed", value_name = "N", env = "ABIDE_MAX_DELAYED",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_delayed: Option<u32>,
+
+    /// Limits per scope (TOML) that flags may tighten but never loosen: a
+    /// flag that asks for more is lowered to it, saying so in the outcome's
+    /// reason [default: $XDG_CONFIG_HOME/abide/policy.toml (else
+    /// ~/.config/abide/policy.toml) when it exists].
+    #[arg(long, value_name = "FILE", env = "ABIDE_POLICY")]
+    pub policy: Option<PathBuf>,
+
+    /// The settings the policy governs that were given, on the command line
+    /// or in the environment (set by `parse_from`): only those are said to
+    /// be overruled.
+    #[arg(skip)]
+    pub given: Vec<crate::plan::policy::Knob>,
+}
+
+/// `--retry-budget`: `None` is off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryBudget(pub Option<crate::rules::retry_budget::BudgetPolicy>);
+
+fn parse_retry_budget(text: &str) -> Result<RetryBudget, String> {
+    crate::rules::retry_budget::parse_retry_budget(text).map(RetryBudget)
 }
 
 #[derive(Args, Debug, Default)]
@@ -856,6 +897,7 @@ where
         .collect();
     cli.request.form_parts = in_order(&matches, &[("form", false), ("form_string", true)]);
     cli.policy.budget_given = matches.value_source("budget") == Some(ValueSource::CommandLine);
+    cli.scope.given = given_knobs(&matches);
     Ok(cli)
 }
 
@@ -879,6 +921,31 @@ fn in_order<K: Copy>(matches: &clap::ArgMatches, ids: &[(&str, K)]) -> Vec<(K, S
         .into_iter()
         .map(|(_, kind, value)| (kind, value))
         .collect()
+}
+
+/// The settings a `--policy` governs that the user gave (not defaults).
+fn given_knobs(matches: &clap::ArgMatches) -> Vec<crate::plan::policy::Knob> {
+    use crate::plan::policy::Knob;
+    let given = |id: &str| {
+        matches!(
+            matches.value_source(id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    [
+        (Knob::Scope, given("scope")),
+        (Knob::Attempts, given("attempts") || given("retry")),
+        (Knob::MaxWait, given("max_wait")),
+        (Knob::RetryOn, given("retry_on")),
+        (Knob::Rate, given("rate")),
+        (Knob::MaxConcurrent, given("max_concurrent")),
+        (Knob::Breaker, given("breaker")),
+        (Knob::RetryBudget, given("retry_budget")),
+        (Knob::MaxDelayed, given("max_delayed")),
+    ]
+    .into_iter()
+    .filter_map(|(knob, given)| given.then_some(knob))
+    .collect()
 }
 
 /// The command with its generated long help; `--help`, completions and the

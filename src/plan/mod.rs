@@ -79,6 +79,8 @@ pub struct Plan {
     pub state_required: bool,
     pub scope_policy: ScopePolicy,
     pub max_concurrent: Option<u32>,
+    /// What `--policy` overruled, one sentence each, for the outcome's reason.
+    pub overruled: Vec<String>,
     pub max_body: u64,
     pub require: Vec<String>,
     /// Refuse a request after this many identical failures in a row; 0 is off.
@@ -166,7 +168,10 @@ fn stable_headers(request: &Request) -> Vec<(&str, &[u8])> {
 fn credentials_tag(request: &Request) -> [u8; 2] {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
-    field(&mut hash, request.url.as_bytes());
+    field(
+        &mut hash,
+        crate::rules::canonical::url(&request.url).as_bytes(),
+    );
     for (name, value) in stable_headers(request) {
         if redact::is_secret_name(name) {
             field(&mut hash, value);
@@ -176,15 +181,30 @@ fn credentials_tag(request: &Request) -> [u8; 2] {
     [digest[0], digest[1]]
 }
 
+/// The largest file body the fingerprint reads whole to spell it one way
+/// (a JSON or form body); a larger one is hashed as its bytes come.
+const CANONICAL_FILE_MAX: u64 = 4 << 20;
+
 /// What makes two requests the same for the no-progress guard: method, URL,
 /// body and headers (but the volatile ones), hashed so that nothing is kept
-/// in clear. Credentials enter it only as their 16-bit tag, so that someone
-/// who can read the scope state cannot test password guesses against it.
+/// in clear. The query and JSON or form bodies are spelt one way first
+/// (`rules::canonical`), so that reordering or reformatting a request does
+/// not make it another. Credentials enter it only as their 16-bit tag, so
+/// that someone who can read the scope state cannot test password guesses
+/// against it.
 pub fn fingerprint(request: &Request) -> std::io::Result<String> {
+    use crate::rules::canonical;
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     field(&mut hash, request.method.as_bytes());
-    field(&mut hash, redact::url(&request.url).as_bytes());
+    field(
+        &mut hash,
+        redact::url(&canonical::url(&request.url)).as_bytes(),
+    );
+    let content_type = request
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
     for (name, value) in stable_headers(request) {
         field(&mut hash, name.as_bytes());
         if !redact::is_secret_name(name) {
@@ -194,11 +214,15 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
     hash.update(credentials_tag(request));
     match &request.body {
         Body::Empty => field(&mut hash, b""),
-        Body::Bytes(bytes) => field(&mut hash, bytes),
+        Body::Bytes(bytes) => field(&mut hash, &canonical::body(content_type, bytes)),
         // A device (`@/dev/zero`) may never end: what it is named is what
         // makes two requests the same.
         Body::File(path) if !fs::metadata(path)?.is_file() => {
             field(&mut hash, path.as_os_str().as_encoded_bytes());
+        }
+        Body::File(path) if fs::metadata(path)?.len() <= CANONICAL_FILE_MAX => {
+            let bytes = fs::read(path)?;
+            field(&mut hash, &canonical::body(content_type, &bytes));
         }
         Body::File(path) => {
             let mut file = std::fs::File::open(path)?;
@@ -229,12 +253,13 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let method = method(cli, &payload)?;
     let headers = headers(cli, &target, &payload, &mut redactor)?;
     let out = output(cli)?;
-    let policy = policy(cli)?;
     // What is actually sent decides: a key removed with -H is no key.
-    let keyed = headers.contains_key(IDEMPOTENCY_KEY);
-    let replay = Replay::of(&method, cli.policy.idempotent || keyed);
+    let keyed = cli.policy.idempotent || headers.contains_key(IDEMPOTENCY_KEY);
+    let (governed, overruled) = govern(cli, &target.url, &method, keyed)?;
+    let policy = policy(cli, &governed)?;
+    let replay = Replay::of(&method, keyed);
     let sc = &cli.scope;
-    let scope = match &sc.scope {
+    let scope = match &governed.scope {
         Some(name) if name.trim().is_empty() => return Err("--scope needs a name".into()),
         Some(name) => name.clone(),
         None => target.origin.clone(),
@@ -242,12 +267,14 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     let state = state(cli, &mut redactor)?;
     check::validate(cli.agent.check.as_deref(), &target, keyed)?;
     let scope_policy = ScopePolicy {
-        rate_interval: sc.rate.map(|r| crate::rules::scope::spacing(r.interval)),
-        breaker_threshold: sc.breaker,
+        rate_interval: governed.rate_interval.map(crate::rules::scope::spacing),
+        breaker_threshold: governed.breaker,
         // An open breaker is a backoff the scope shares: it starts where the
         // run's own does.
         breaker_first: policy.backoff,
         breaker_cooldown: sc.breaker_cooldown,
+        retry_budget: governed.retry_budget,
+        max_delayed: governed.max_delayed,
         // A probe that has not reported by the end of its attempt is presumed lost.
         probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
     };
@@ -293,7 +320,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         state,
         state_required: sc.state_required,
         scope_policy,
-        max_concurrent: sc.max_concurrent,
+        max_concurrent: governed.max_concurrent,
+        overruled,
         max_body: a.max_body,
         require: a.require.iter().map(|p| p.0.clone()).collect(),
         no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
@@ -558,15 +586,43 @@ fn remote_name(url: &str) -> Option<String> {
     (!name.is_empty() && name != "." && name != "..").then(|| name.to_string())
 }
 
-fn policy(cli: &Cli) -> Result<Policy, String> {
-    let (p, r) = (&cli.policy, &cli.request);
-    let attempts = p.retry.map_or(p.attempts, |retries| retries + 1);
-    let policy = Policy {
-        attempts,
-        budget: p.budget,
-        hard_budget: p.budget_given,
+/// What the flags ask for, under the ceilings of the `--policy` scope the
+/// URL falls in, with one sentence for each flag it overruled.
+fn govern(
+    cli: &Cli,
+    url: &str,
+    method: &str,
+    keyed: bool,
+) -> Result<(policy::Requested, Vec<String>), String> {
+    let (p, sc) = (&cli.policy, &cli.scope);
+    let requested = policy::Requested {
+        scope: sc.scope.clone(),
+        attempts: p.retry.map_or(p.attempts, |retries| retries + 1),
         max_wait: p.max_wait,
         retry_on: p.retry_on.0.clone(),
+        rate_interval: sc.rate.map(|r| r.interval),
+        max_concurrent: sc.max_concurrent,
+        breaker: sc.breaker,
+        retry_budget: sc.retry_budget.0,
+        max_delayed: sc.max_delayed,
+    };
+    policy::govern(
+        sc.policy.as_deref(),
+        url,
+        policy::Class::of(method, keyed),
+        requested,
+        &|knob| sc.given.contains(&knob),
+    )
+}
+
+fn policy(cli: &Cli, governed: &policy::Requested) -> Result<Policy, String> {
+    let (p, r) = (&cli.policy, &cli.request);
+    let policy = Policy {
+        attempts: governed.attempts,
+        budget: p.budget,
+        hard_budget: p.budget_given,
+        max_wait: governed.max_wait,
+        retry_on: governed.retry_on.clone(),
         floor: p.floor,
         jitter: p.jitter,
         backoff: p.backoff,
@@ -593,6 +649,10 @@ fn state(cli: &Cli, redactor: &mut Redactor) -> Result<Option<Backend>, String> 
             (
                 "--max-concurrent counts the scope's requests",
                 sc.max_concurrent.is_some(),
+            ),
+            (
+                "--max-delayed counts the runs waiting on its gate",
+                sc.max_delayed.is_some(),
             ),
         ];
         if let Some((what, _)) = shared.iter().find(|(_, given)| *given) {
@@ -933,6 +993,7 @@ mod tests {
             &["--require", "data", "h"],
             &["--rate", "5/s", "--no-state", "h"],
             &["--max-concurrent", "2", "--no-state", "h"],
+            &["--max-delayed", "2", "--no-state", "h"],
             &["--max-body", "lots", "h"],
             &["--state", "memcached://h", "h"],
             &["--state", "redis://h", "--no-state", "h"],

@@ -6,10 +6,6 @@
 //! the file, the line and the key: a policy that is silently half-read
 //! protects nothing.
 
-// `--policy` reaches the run in the change after this one; until then only
-// the tests use it.
-#![allow(dead_code)]
-
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -136,6 +132,27 @@ impl Knob {
             Knob::MaxDelayed => "--max-delayed",
         }
     }
+}
+
+/// What a run may use: `requested`, under the policy of `given` (else the
+/// default file, when it exists) for `url` and `class`, and the sentences
+/// saying what it overruled. No policy, or none for `url`: as requested.
+pub fn govern(
+    given: Option<&Path>,
+    url: &str,
+    class: Class,
+    requested: Requested,
+    asked: &dyn Fn(Knob) -> bool,
+) -> Result<(Requested, Vec<String>), String> {
+    let path = given.map(Path::to_path_buf).or_else(Policy::default_path);
+    let Some(path) = path else {
+        return Ok((requested, Vec::new()));
+    };
+    let policy = Policy::load(&path)?;
+    Ok(match policy.scope_for(url) {
+        Some(rule) => ceilings(rule, class, &requested, asked),
+        None => (requested, Vec::new()),
+    })
 }
 
 impl Policy {

@@ -84,6 +84,11 @@ pub fn wait_reason(wait: &Wait, policy: &Policy, scope: &str) -> String {
             cause: scope::Wait::Gate(GateCause::QuotaExhausted),
         } => format!("the gate of {subject}, until its rate-limit quota resets, plus jitter"),
         WaitCause::Scope {
+            cause: scope::Wait::Gate(GateCause::Backoff),
+        } => format!(
+            "the gate of {subject}, closed for the backoff after a 429 or 503 without a delay, plus jitter"
+        ),
+        WaitCause::Scope {
             cause: scope::Wait::HalfOpen(level),
         } => format!(
             "{}, until it lets a probe through, plus jitter",
@@ -204,6 +209,7 @@ impl Narrator {
             WaitCause::Scope { cause } => match cause {
                 scope::Wait::Gate(GateCause::RetryAfter) => "scope gate (Retry-After)",
                 scope::Wait::Gate(GateCause::QuotaExhausted) => "scope gate (quota used up)",
+                scope::Wait::Gate(GateCause::Backoff) => "scope gate (backoff)",
                 scope::Wait::Rate => "scope --rate",
                 scope::Wait::HalfOpen(Level::Scope) => "scope circuit breaker open",
                 scope::Wait::HalfOpen(Level::Endpoint) => "endpoint circuit breaker open",
@@ -282,6 +288,9 @@ pub fn scope_note(waited: Duration, cause: scope::Wait) -> String {
         }
         scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
             "the scope's used-up rate-limit quota"
+        }
+        scope::Wait::Gate(scope::GateCause::Backoff) => {
+            "the backoff after a 429 or 503 without a delay to another request"
         }
         scope::Wait::Rate => "--rate",
         scope::Wait::HalfOpen(scope::Level::Scope) => "the scope's open circuit breaker",

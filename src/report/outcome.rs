@@ -403,6 +403,9 @@ impl Words<'_> {
                         scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
                             held("has used up its rate-limit quota")
                         }
+                        scope::Wait::Gate(scope::GateCause::Backoff) => held(
+                            "is held for the backoff after a 429 or 503 without a delay to an earlier request",
+                        ),
                         scope::Wait::Rate => held("is paced by --rate"),
                         scope::Wait::HalfOpen(level) => format!(
                             "The circuit breaker of {} is open after repeated failures: its next probe may go in {wait}, beyond the {limit} this run may wait.",
@@ -415,6 +418,16 @@ impl Words<'_> {
                     };
                     format!("{still}{sentence}")
                 }
+                StopWhy::QueueFull { wait, limit } => format!(
+                    "{} is held by its gate for {}, and the scope's queue is full: {limit} run(s) already wait on it (--max-delayed).",
+                    capital(&self.scope_subject()),
+                    secs_text(*wait)
+                ),
+                StopWhy::RetryBudgetSpent => format!(
+                    "Still {} after {} attempt(s), and the scope's retry budget is spent: its runs have used the retries it holds.",
+                    self.what(),
+                    self.attempts()
+                ),
                 StopWhy::OpenedBreaker { level } => format!(
                     "Still {} after {} attempt(s), and the failures opened the circuit breaker of {}.",
                     self.what(),
@@ -491,6 +504,15 @@ impl Words<'_> {
                     None => format!("{}; retrying will not help, fix the cause first.", self.what()),
                 },
             },
+            Kind::RetryExhausted
+                if self.record.ending == Ending::Decided(StopWhy::RetryBudgetSpent)
+                    && self.status != Some(429) =>
+            {
+                format!(
+                    "The scope's runs have used its retries; {}.",
+                    not_before("wait before calling again")
+                )
+            }
             Kind::RetryExhausted if self.status == Some(429) => format!(
                 "The server is still rate limiting; {}.",
                 not_before("wait before calling again")
@@ -504,7 +526,10 @@ impl Words<'_> {
                 not_before("wait before calling again")
             ),
             Kind::BudgetExhausted => match self.record.attempts.iter().rev().find_map(|a| a.server_delay) {
-                _ if matches!(self.record.ending, Ending::Decided(StopWhy::ScopeClosed { .. })) => {
+                _ if matches!(
+                    self.record.ending,
+                    Ending::Decided(StopWhy::ScopeClosed { .. } | StopWhy::QueueFull { .. })
+                ) => {
                     self.not_before_for(&self.scope_subject())
                 }
                 Some(delay) => format!(

@@ -314,6 +314,15 @@ pub enum StopWhy {
     OpenedBreaker {
         level: scope::Level,
     },
+    /// The run wanted to retry and the scope's retry budget, shared by its
+    /// runs, had no retry left.
+    RetryBudgetSpent,
+    /// The run would have waited `wait` on the scope's gate, and `limit`
+    /// runs already do (`--max-delayed`).
+    QueueFull {
+        wait: Duration,
+        limit: u32,
+    },
 }
 
 impl Stop {
@@ -334,10 +343,10 @@ impl StopWhy {
             StopWhy::Incomplete => Kind::Incomplete,
             StopWhy::NonRetryable => Kind::NonRetryable,
             StopWhy::SideEffectUnknown => Kind::SideEffectUnknown,
-            StopWhy::AttemptsUsed { .. } => Kind::RetryExhausted,
-            StopWhy::DelayOverMaxWait { .. } | StopWhy::WaitOverBudget { .. } => {
-                Kind::BudgetExhausted
-            }
+            StopWhy::AttemptsUsed { .. } | StopWhy::RetryBudgetSpent => Kind::RetryExhausted,
+            StopWhy::DelayOverMaxWait { .. }
+            | StopWhy::WaitOverBudget { .. }
+            | StopWhy::QueueFull { .. } => Kind::BudgetExhausted,
             StopWhy::ScopeClosed { cause, .. } => match cause {
                 scope::Wait::Gate(_) | scope::Wait::Rate => Kind::BudgetExhausted,
                 scope::Wait::HalfOpen(_) | scope::Wait::Probe(_) => Kind::CircuitOpen,
@@ -482,6 +491,26 @@ pub fn opened_breaker(next: Next, opened: Option<(Duration, scope::Level)>) -> N
                         .map_or(half_open_in, |n| n.max(half_open_in)),
                 ),
                 why: StopWhy::OpenedBreaker { level },
+            })
+        }
+        (next, _) => next,
+    }
+}
+
+/// The run chose to retry after `next`'s wait and the scope's retry budget
+/// refused, holding a retry again `refills_in` from now: the run ends at
+/// once, RETRY_EXHAUSTED, and its caller comes back when the bucket
+/// refills, and never before a delay the server gave.
+pub fn budget_refused(next: Next, refills_in: Option<Duration>) -> Next {
+    match (next, refills_in) {
+        (Next::Wait(wait), Some(refills_in)) => {
+            let server = match wait.cause {
+                WaitCause::Server { honoured, .. } => honoured,
+                WaitCause::Backoff { .. } | WaitCause::Scope { .. } => Duration::ZERO,
+            };
+            Next::Stop(Stop {
+                not_before: Some(refills_in.max(server)),
+                why: StopWhy::RetryBudgetSpent,
             })
         }
         (next, _) => next,
@@ -924,6 +953,26 @@ mod tests {
             ("budget used: the half-open moment", after(next_step(retryable, None, at(3, 59_900), &p, Draw(0.9))), Err((Kind::CircuitOpen, Some(2_000)))),
             ("attempts left: it goes on", after(next_step(retryable, None, at(1, 0), &p, Draw(0.5))), Ok(250)),
             ("a 401 stays a 401", after(next_step(Verdict::NonRetryable, None, at(1, 0), &p, Draw(0.5))), Err((Kind::NonRetryable, None))),
+        ];
+        for (name, got, expected) in rows {
+            assert_eq!(got, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_spent_retry_budget_ends_the_run_at_once() {
+        let p = Policy::default();
+        let refills = Some(Duration::from_secs(3));
+        let after = |next| outcome(budget_refused(next, refills));
+        let retryable = Verdict::Retryable;
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Expected, Expected)> = vec![
+            ("a backoff: back when the bucket refills", after(next_step(retryable, None, at(1, 0), &p, Draw(0.5))), Err((Kind::RetryExhausted, Some(3_000)))),
+            ("a longer server delay: back after it", after(next_step(retryable, ra(7.0), at(1, 0), &p, Draw(0.5))), Err((Kind::RetryExhausted, Some(7_000)))),
+            ("a shorter server delay: back at the refill", after(next_step(retryable, ra(1.0), at(1, 0), &p, Draw(0.5))), Err((Kind::RetryExhausted, Some(3_000)))),
+            ("attempts used: as it was", after(next_step(retryable, None, at(4, 0), &p, Draw(0.5))), Err((Kind::RetryExhausted, None))),
+            ("a 401 stays a 401", after(next_step(Verdict::NonRetryable, None, at(1, 0), &p, Draw(0.5))), Err((Kind::NonRetryable, None))),
+            ("budget left: it goes on", outcome(budget_refused(next_step(retryable, None, at(1, 0), &p, Draw(0.5)), None)), Ok(250)),
         ];
         for (name, got, expected) in rows {
             assert_eq!(got, expected, "{name}");

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::attempt::{Observation, Phase};
+use crate::rules::retry_budget::{self, BudgetPolicy, RetryBudget};
 
 /// The spacing `--rate` keeps between two requests of the scope: the rate's
 /// own interval plus a margin for the jitter between letting a request go
@@ -58,13 +59,33 @@ pub struct ScopeState {
     pub repeats: Vec<Repeat>,
     /// Idempotency keys kept per task (`--task`), by hashed task id.
     pub tasks: Vec<TaskKey>,
+    /// The scope's retry budget (`--retry-budget`), shared by its runs.
+    pub retry_budget: RetryBudget,
+    /// The runs waiting on the gate (`--max-delayed`).
+    pub delayed: Vec<Delayed>,
 }
 
-/// A request that ended NON_RETRYABLE or INVALID_RESPONSE `count` times in a
-/// row, last at `last`. The fingerprint is a hash: no request is kept in clear.
+/// A run waiting on the scope's gate, until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delayed {
+    pub holder: String,
+    pub until: Millis,
+}
+
+/// A waiter still counts this long past its gate's moment: the upward
+/// jitter of a gate wait is at most 2 s, and it sends right after.
+const QUEUE_GRACE: Duration = Duration::from_millis(2_500);
+
+/// A request that ended NON_RETRYABLE or INVALID_RESPONSE with the same
+/// error `count` times in a row, last at `last`. The fingerprint and the
+/// error are hashes: no request or answer is kept in clear.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Repeat {
     pub fingerprint: String,
+    /// The error's identity (`canonical::error_identity`), hashed; empty in
+    /// records of older versions.
+    #[serde(default)]
+    pub error: String,
     pub count: u32,
     pub last: Millis,
 }
@@ -118,16 +139,24 @@ pub fn repeats(state: &ScopeState, fingerprint: &str, now: Millis) -> u32 {
         .map_or(0, |r| r.count)
 }
 
-/// After a run of this request: one more failure in a row, or a clean slate.
-pub fn remember(state: &mut ScopeState, fingerprint: &str, failed: bool, now: Millis) {
-    let count = repeats(state, fingerprint, now);
+/// After a run of this request: with `failure` (the error's identity),
+/// one more identical failure in a row, or the first of a new error; else a
+/// clean slate. Three different errors are three first failures, not one
+/// failure repeated.
+pub fn remember(state: &mut ScopeState, fingerprint: &str, failure: Option<&str>, now: Millis) {
+    let same = state
+        .repeats
+        .iter()
+        .find(|r| r.fingerprint == fingerprint && Some(r.error.as_str()) == failure)
+        .map_or(0, |_| repeats(state, fingerprint, now));
     state.repeats.retain(|r| {
         r.fingerprint != fingerprint && now.saturating_sub(r.last) <= ceil_ms(REPEAT_WINDOW)
     });
-    if failed {
+    if let Some(error) = failure {
         state.repeats.push(Repeat {
             fingerprint: fingerprint.to_string(),
-            count: count + 1,
+            error: error.to_string(),
+            count: same + 1,
             last: now,
         });
         let excess = state.repeats.len().saturating_sub(MAX_REPEATS);
@@ -201,6 +230,9 @@ pub enum GateCause {
     RetryAfter,
     /// Rate-limit header fields said the quota was used up.
     QuotaExhausted,
+    /// A 429 or 503 without any server delay: the backoff the run that got
+    /// it chose, so that the scope's other runs back off with it.
+    Backoff,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -260,6 +292,10 @@ pub struct ScopePolicy {
     pub breaker_cooldown: Duration,
     /// How long a half-open probe may take before another process may probe.
     pub probe_ttl: Duration,
+    /// `--retry-budget`; `None` (`0`) turns it off.
+    pub retry_budget: Option<BudgetPolicy>,
+    /// `--max-delayed`: at most this many runs wait on the gate at once.
+    pub max_delayed: Option<u32>,
 }
 
 /// What the scope says before an attempt.
@@ -447,6 +483,56 @@ pub fn probed_by_another(state: &ScopeState, now: Millis, me: &str, endpoint: &s
 /// Whether this process closed the gate itself, with its own last answer.
 pub fn own_gate(state: &ScopeState, me: &str) -> bool {
     state.gate_by.as_deref() == Some(me)
+}
+
+/// Whether an answer without any server delay closes the scope's gate for
+/// the backoff its run chose: a 429 (the scope is over its limit) or a 503
+/// (the service is overloaded) says so of the whole scope, not of one run.
+pub fn backoff_closes_gate(status: Option<u16>, server_delay: bool) -> bool {
+    !server_delay && matches!(status, Some(429 | 503))
+}
+
+/// Before retry number `attempt` (from 2): spends from the scope's retry
+/// budget, or refuses with the store time it holds a retry again; and if it
+/// goes and `backoff` is given (see [`backoff_closes_gate`]), closes the
+/// gate until the run's backoff ends (never moving it back).
+pub fn before_retry(
+    state: &mut ScopeState,
+    now: Millis,
+    policy: &ScopePolicy,
+    attempt: u32,
+    backoff: Option<Duration>,
+    me: &str,
+) -> Result<(), Millis> {
+    retry_budget::admit(
+        &mut state.retry_budget,
+        now,
+        policy.retry_budget.as_ref(),
+        attempt,
+    )?;
+    if let Some(until) = backoff
+        .map(|d| now.saturating_add(ceil_ms(d)).min(LATEST))
+        .filter(|&u| u > state.next_allowed_at.unwrap_or(0))
+    {
+        state.next_allowed_at = Some(until);
+        state.gate_cause = Some(GateCause::Backoff);
+        state.gate_by = Some(me.to_string());
+    }
+    Ok(())
+}
+
+/// After a successful first attempt: what it earns the scope's budget.
+pub fn earn(state: &mut ScopeState, now: Millis, policy: &ScopePolicy) {
+    if let Some(budget) = &policy.retry_budget {
+        retry_budget::deposit(&mut state.retry_budget, now, budget);
+    }
+}
+
+/// Whether a successful first attempt has anything to earn: not when the
+/// budget is off or its bucket was full when last seen, so that a healthy
+/// scope's record is not written for it.
+pub fn may_earn(state: &ScopeState, policy: &ScopePolicy) -> bool {
+    policy.retry_budget.is_some() && state.retry_budget != RetryBudget::default()
 }
 
 /// How long a backend with expiring keys must keep this record: until the
@@ -721,9 +807,62 @@ pub fn probe_level(state: &ScopeState, me: &str, endpoint: &str) -> Option<Level
     }
 }
 
+/// Before process `me` waits on the gate until `until`: whether it may
+/// (it joins the scope's waiters, or already is one), or the scope's queue
+/// is full (`--max-delayed`). Waiters past their moment no longer count.
+pub fn queue(
+    state: &mut ScopeState,
+    now: Millis,
+    policy: &ScopePolicy,
+    me: &str,
+    until: Millis,
+) -> bool {
+    let grace = ceil_ms(QUEUE_GRACE);
+    state
+        .delayed
+        .retain(|d| d.until.saturating_add(grace) > now);
+    if let Some(mine) = state.delayed.iter_mut().find(|d| d.holder == me) {
+        mine.until = until;
+        return true;
+    }
+    if policy
+        .max_delayed
+        .is_some_and(|most| state.delayed.len() >= most as usize)
+    {
+        return false;
+    }
+    state.delayed.push(Delayed {
+        holder: me.to_string(),
+        until,
+    });
+    true
+}
+
+/// How many runs wait on the gate at `now` (`abide state`).
+pub fn waiting(state: &ScopeState, now: Millis) -> usize {
+    let grace = ceil_ms(QUEUE_GRACE);
+    state
+        .delayed
+        .iter()
+        .filter(|d| d.until.saturating_add(grace) > now)
+        .count()
+}
+
+/// `me` no longer waits on the gate.
+pub fn dequeue(state: &mut ScopeState, me: &str) {
+    state.delayed.retain(|d| d.holder != me);
+}
+
+/// Whether `me` is among the scope's waiters.
+pub fn queued(state: &ScopeState, me: &str) -> bool {
+    state.delayed.iter().any(|d| d.holder == me)
+}
+
 /// Gives back the probes `me` holds when it ends without a verdict (budget,
-/// cancellation), so that the next process may probe at once.
+/// cancellation), so that the next process may probe at once; and its place
+/// among the gate's waiters.
 pub fn release(state: &mut ScopeState, me: &str) {
+    dequeue(state, me);
     let endpoints = state.endpoints.iter_mut().map(|e| &mut e.breaker);
     for breaker in std::iter::once(&mut state.breaker).chain(endpoints) {
         if breaker.probed_by(me) {
@@ -743,6 +882,8 @@ mod tests {
             breaker_first: Duration::from_secs(1),
             breaker_cooldown: Duration::from_secs(30),
             probe_ttl: Duration::from_secs(10),
+            retry_budget: Some(BudgetPolicy { per_success: 200 }),
+            max_delayed: None,
         }
     }
 
@@ -1274,7 +1415,7 @@ mod tests {
     fn repeated_failures_count_in_a_row_and_expire() {
         let mut s = ScopeState::default();
         for i in 1..=3 {
-            remember(&mut s, "fp-a", true, 1000 * i);
+            remember(&mut s, "fp-a", Some("e"), 1000 * i);
         }
         assert_eq!(repeats(&s, "fp-a", 4000), 3);
         assert_eq!(
@@ -1282,19 +1423,128 @@ mod tests {
             0,
             "a changed request has its own count"
         );
-        remember(&mut s, "fp-b", true, 4000);
+        remember(&mut s, "fp-b", Some("e"), 4000);
         assert_eq!(repeats(&s, "fp-a", 4000), 3);
         // Ten minutes later the old failures no longer count.
         assert_eq!(repeats(&s, "fp-a", 3000 + ceil_ms(REPEAT_WINDOW) + 1), 0);
-        remember(&mut s, "fp-a", true, 3000 + ceil_ms(REPEAT_WINDOW) + 1);
+        remember(&mut s, "fp-a", Some("e"), 3000 + ceil_ms(REPEAT_WINDOW) + 1);
         assert_eq!(repeats(&s, "fp-a", 3000 + ceil_ms(REPEAT_WINDOW) + 1), 1);
         // A success resets it.
-        remember(&mut s, "fp-b", false, 5000);
+        remember(&mut s, "fp-b", None, 5000);
         assert_eq!(repeats(&s, "fp-b", 5000), 0);
         for i in 0..100 {
-            remember(&mut s, &format!("many-{i}"), true, 6000);
+            remember(&mut s, &format!("many-{i}"), Some("e"), 6000);
         }
         assert_eq!(s.repeats.len(), MAX_REPEATS);
+    }
+
+    #[test]
+    fn a_429_or_503_without_a_delay_closes_the_gate_for_the_backoff() {
+        #[rustfmt::skip]
+        let rows = [
+            (Some(429), false, true),
+            (Some(503), false, true),
+            (Some(429), true, false),
+            (Some(503), true, false),
+            (Some(500), false, false),
+            (Some(502), false, false),
+            (None, false, false),
+        ];
+        for (status, server_delay, closes) in rows {
+            assert_eq!(
+                backoff_closes_gate(status, server_delay),
+                closes,
+                "{status:?} {server_delay}"
+            );
+        }
+        let p = policy();
+        let mut s = ScopeState::default();
+        assert_eq!(
+            before_retry(&mut s, 1_000, &p, 2, Some(Duration::from_millis(300)), "a"),
+            Ok(())
+        );
+        assert_eq!(s.next_allowed_at, Some(1_300));
+        assert_eq!(s.gate_cause, Some(GateCause::Backoff));
+        assert_eq!(s.retry_budget.spent, retry_budget::RETRY);
+        // A shorter backoff never moves the gate back, nor a longer Retry-After's.
+        assert_eq!(
+            before_retry(&mut s, 1_000, &p, 2, Some(Duration::from_millis(100)), "b"),
+            Ok(())
+        );
+        assert_eq!(
+            (s.next_allowed_at, s.gate_by.as_deref()),
+            (Some(1_300), Some("a"))
+        );
+        // Refused: the gate stays as it was, and the time the budget refills.
+        for _ in 0..3 {
+            before_retry(&mut s, 1_000, &p, 3, None, "c").unwrap();
+        }
+        assert_eq!(
+            before_retry(&mut s, 1_000, &p, 2, Some(Duration::from_secs(9)), "d"),
+            Err(11_000)
+        );
+        assert_eq!(s.next_allowed_at, Some(1_300));
+        // A first attempt is never refused and spends nothing; off, nothing is.
+        assert_eq!(before_retry(&mut s, 1_000, &p, 1, None, "d"), Ok(()));
+        let off = ScopePolicy {
+            retry_budget: None,
+            ..p
+        };
+        assert_eq!(before_retry(&mut s, 1_000, &off, 4, None, "d"), Ok(()));
+        // Successes earn it back; a full bucket has nothing to earn.
+        assert!(may_earn(&s, &p));
+        for _ in 0..5 {
+            earn(&mut s, 1_000, &p);
+        }
+        assert_eq!(retry_budget::level(&s.retry_budget, 1_000), 1_000);
+        assert!(!may_earn(&ScopeState::default(), &p));
+        assert!(!may_earn(&s, &off));
+    }
+
+    #[test]
+    fn at_most_max_delayed_runs_wait_on_the_gate() {
+        let p = ScopePolicy {
+            max_delayed: Some(2),
+            ..policy()
+        };
+        let mut s = ScopeState::default();
+        assert!(queue(&mut s, 0, &p, "a", 5_000));
+        assert!(queue(&mut s, 0, &p, "b", 5_000));
+        assert!(!queue(&mut s, 0, &p, "c", 5_000), "the queue is full");
+        assert!(queue(&mut s, 10, &p, "a", 6_000), "a waiter asks again");
+        assert_eq!(s.delayed.len(), 2);
+        release(&mut s, "b");
+        assert!(!queued(&s, "b"));
+        assert!(queue(&mut s, 20, &p, "c", 5_000), "b's place is free");
+        // Past their moment (and its jitter), waiters no longer count.
+        assert!(queue(&mut s, 8_600, &p, "d", 9_000));
+        assert!(queue(&mut s, 8_600, &p, "e", 9_000));
+        assert_eq!(s.delayed.len(), 2, "{:?}", s.delayed);
+        assert_eq!(waiting(&s, 8_600), 2);
+        assert_eq!(waiting(&s, 11_500), 0);
+        // Without --max-delayed, nobody is refused.
+        let mut s = ScopeState::default();
+        for who in ["a", "b", "c", "d"] {
+            assert!(queue(&mut s, 0, &policy(), who, 5_000));
+        }
+    }
+
+    #[test]
+    fn only_identical_failures_count_as_repeats() {
+        let mut s = ScopeState::default();
+        for (i, error) in ["400 code=\"a\"", "400 code=\"b\"", "409"]
+            .iter()
+            .enumerate()
+        {
+            remember(&mut s, "fp", Some(error), i as Millis);
+            assert_eq!(repeats(&s, "fp", 10), 1, "a new error starts again");
+        }
+        remember(&mut s, "fp", Some("409"), 3);
+        assert_eq!(repeats(&s, "fp", 10), 2);
+        // A record of an older version, without the error: a first failure.
+        s.repeats[0].error = String::new();
+        remember(&mut s, "fp", Some("409"), 4);
+        assert_eq!(repeats(&s, "fp", 10), 1);
     }
 
     #[test]

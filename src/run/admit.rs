@@ -9,7 +9,7 @@ use super::attempt::Attempted;
 use super::{End, Event, Loop, Run};
 use crate::clock::{Clock, Sleeper};
 use crate::exit::Signal;
-use crate::rules::decision::{self, Draw, Next, StopWhy};
+use crate::rules::decision::{self, Draw, Next, StopWhy, WaitCause};
 use crate::rules::delay;
 use crate::rules::scope::{self, Lesson};
 use crate::run::record::Ending;
@@ -58,6 +58,10 @@ impl Loop<'_> {
                     continue;
                 }
                 Admit::Wait { wait, cause, own } => (cause, wait, own),
+                Admit::QueueFull { wait, limit } => {
+                    let why = StopWhy::QueueFull { wait, limit };
+                    return Err((Ending::Decided(why), Some(wait)));
+                }
                 Admit::Unavailable(e) => {
                     let why = Ending::Internal(format!(
                         "the shared state is unavailable ({e}) and --state-required is set"
@@ -150,6 +154,30 @@ impl Loop<'_> {
             run.sleep(pause, clock, sleeper)
                 .map_err(|signal| (Ending::Cancelled(signal), None))?;
             pause = (pause * 2).min(SLOT_POLL_MAX);
+        }
+    }
+
+    /// After attempt `number` (which answered `status`), the scope's retry
+    /// budget: a retry spends from it, or ends the run at once when it is
+    /// spent; a first attempt that succeeded earns it. A retry after a 429
+    /// or 503 without a server delay closes the scope's gate for the
+    /// backoff chosen, so that the scope's other runs back off with it.
+    pub(super) fn spend_retry(&self, number: u32, status: Option<u16>, next: Next) -> Next {
+        let Some(shared) = self.shared else {
+            return next;
+        };
+        match &next {
+            Next::Wait(wait) => {
+                let backoff = matches!(wait.cause, WaitCause::Backoff { .. });
+                let gate = scope::backoff_closes_gate(status, !backoff).then_some(wait.duration);
+                let refused = shared.before_retry(number + 1, gate).err();
+                decision::budget_refused(next, refused)
+            }
+            Next::Stop(stop) if number == 1 && stop.why == StopWhy::Success => {
+                shared.earn();
+                next
+            }
+            Next::Stop(_) => next,
         }
     }
 

@@ -220,9 +220,9 @@ impl Loop<'_> {
             // processes of the scope learn of a Retry-After before this one
             // waits on it, and before anyone else can send.
             let learned = self.teach_scope(&attempted, w.on_event);
-            drop(slot);
             let server = attempted.server;
             let observation = attempted.observation;
+            let status = attempted.attempt.status;
             let mut verdict = match run.absorb(attempted) {
                 Judged::Verdict(verdict) => verdict,
                 Judged::Internal(message) => return (Ending::Internal(message), None),
@@ -247,7 +247,10 @@ impl Loop<'_> {
             };
             let next =
                 decision::next_step(verdict, server, progress, self.policy, Draw((w.draw)()));
-            let wait = match decision::opened_breaker(next, learned.opened) {
+            let next = decision::opened_breaker(next, learned.opened);
+            let next = self.spend_retry(number, status, next);
+            drop(slot);
+            let wait = match next {
                 Next::Stop(stop) => return (Ending::Decided(stop.why), stop.not_before),
                 Next::Wait(wait) => wait,
             };
@@ -372,6 +375,7 @@ mod tests {
     use crate::edge::http::{Failure, Reply};
     use crate::rules::attempt::Phase;
     use crate::rules::decision::StopWhy;
+    use crate::rules::retry_budget::{BudgetPolicy, RetryBudget};
     use crate::rules::scope::{Breaker, Probe, ScopePolicy, ScopeState};
     use crate::state::memory::{Elsewhere, Memory};
     use std::cell::Cell;
@@ -516,6 +520,7 @@ mod tests {
         max_concurrent: Option<(u32, u32)>,
         /// `--check`'s answers, for a write.
         checks: Option<Vec<Answer>>,
+        retry_budget: Option<BudgetPolicy>,
     }
 
     /// The epoch time of the fake clock's start plus `ms`.
@@ -535,6 +540,7 @@ mod tests {
                 elsewhere: None,
                 max_concurrent: None,
                 checks: None,
+                retry_budget: Some(BudgetPolicy { per_success: 200 }),
             }
         }
 
@@ -566,6 +572,8 @@ mod tests {
                     breaker_first: Duration::from_millis(500),
                     breaker_cooldown: Duration::from_secs(30),
                     probe_ttl: Duration::from_secs(31),
+                    retry_budget: self.retry_budget,
+                    max_delayed: None,
                 };
                 Shared::new(
                     Box::new(memory),
@@ -1031,5 +1039,67 @@ mod tests {
             record.next_allowed_at,
             Some(epoch() + Duration::from_millis(10 + 2_000))
         );
+    }
+
+    #[test]
+    fn a_spent_retry_budget_ends_the_run_after_its_first_attempt() {
+        let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
+        case.scope = Some(ScopeState {
+            retry_budget: RetryBudget {
+                spent: crate::rules::retry_budget::CAPACITY,
+                at: at_ms(0),
+            },
+            ..ScopeState::default()
+        });
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind(), Kind::RetryExhausted);
+        assert_eq!(
+            record.ending,
+            Ending::Decided(decision::StopWhy::RetryBudgetSpent)
+        );
+        assert_eq!(sent.len(), 1);
+        assert!(sleeps.is_empty(), "ends at once: {sleeps:?}");
+        // One retry is back 10 s after the record's time, 10 ms ago.
+        assert_eq!(
+            record.next_allowed_at,
+            Some(epoch() + Duration::from_secs(10))
+        );
+        // Off, the same scope retries.
+        let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
+        case.scope = Some(ScopeState {
+            retry_budget: RetryBudget {
+                spent: crate::rules::retry_budget::CAPACITY,
+                at: at_ms(0),
+            },
+            ..ScopeState::default()
+        });
+        case.retry_budget = None;
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind(), Kind::Succeeded);
+        assert_eq!(sent.len(), 2);
+    }
+
+    #[test]
+    fn a_429_without_a_delay_closes_the_gate_for_the_backoff_chosen() {
+        let mut case = Case::new(vec![Ok((429, vec![])), Ok((200, vec![]))]);
+        case.draw = 0.5;
+        case.scope = Some(ScopeState::default());
+        // During the backoff another process finds the gate closed for it,
+        // a retry spent; it closes the gate further, for another reason.
+        case.elsewhere = Some((100, |s| {
+            assert_eq!(s.gate_cause, Some(scope::GateCause::Backoff), "{s:?}");
+            assert_eq!(s.next_allowed_at, Some(at_ms(10 + 250)));
+            assert_eq!(s.retry_budget.spent, crate::rules::retry_budget::RETRY);
+            s.next_allowed_at = Some(at_ms(1_000));
+            s.gate_cause = Some(scope::GateCause::RetryAfter);
+            s.gate_by = Some("another".into());
+        }));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind(), Kind::Succeeded);
+        assert_eq!(sent.len(), 2);
+        // Its own backoff, then the other process's gate.
+        assert_eq!(sleeps[0], 250);
+        assert_eq!(sleeps.len(), 2, "{sleeps:?}");
+        assert!(sleeps[1] >= 740, "{sleeps:?}");
     }
 }

@@ -277,6 +277,32 @@ impl Store for FileStore {
         Ok((listing, epoch_ms(std::time::SystemTime::now())))
     }
 
+    /// The slot files another process holds locked. Asking takes each free
+    /// one for a moment: a run that looks for a slot just then tries the
+    /// next, or looks again a millisecond later.
+    fn slots_in_use(&self, hash: &str) -> io::Result<u32> {
+        check_hash(hash)?;
+        let prefix = format!("scope-{hash}.slot");
+        let mut held = 0;
+        for entry in fs::read_dir(&self.dir)? {
+            let name = entry?.file_name();
+            let is_slot = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(&prefix))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if !is_slot {
+                continue;
+            }
+            let file = open_regular(OpenOptions::new().read(true), &self.dir.join(&name))?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => held += 1,
+                Err(fs::TryLockError::Error(e)) => return Err(e),
+            }
+        }
+        Ok(held)
+    }
+
     fn clear(&self, hash: &str, tasks: bool) -> io::Result<()> {
         check_hash(hash)?;
         self.change(

@@ -109,6 +109,11 @@ impl Store for Memory {
         Vec::new()
     }
 
+    fn slots_in_use(&self, hash: &str) -> io::Result<u32> {
+        check_hash(hash)?;
+        Ok(self.slots.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
     fn list(&self) -> io::Result<(Vec<Stored>, Millis)> {
         let mut listing: Vec<Stored> = self
             .states

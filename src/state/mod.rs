@@ -33,6 +33,12 @@ pub enum Admit {
         cause: scope::Wait,
         own: bool,
     },
+    /// The run would wait on the gate, and `limit` (`--max-delayed`) runs
+    /// already do: it ends now; the gate opens in `wait`.
+    QueueFull {
+        wait: Duration,
+        limit: u32,
+    },
     /// The store failed and `--state-required` forbids going on without it.
     Unavailable(String),
 }
@@ -176,6 +182,10 @@ impl Shared {
         let mut admit = Admit::Go;
         let updated = self.update(&mut |state, now| {
             let deadline = now.saturating_add(clock::ceil_ms(patience));
+            // Only a wait this run would take joins the gate's waiters.
+            let queue = |state: &mut ScopeState, until: Millis| {
+                until > deadline || scope::queue(state, now, &self.policy, &self.me, until)
+            };
             let admission = scope::admit(
                 state,
                 now,
@@ -192,12 +202,24 @@ impl Shared {
                     cause: scope::Wait::Rate,
                     own: false,
                 },
+                Admission::Wait {
+                    until,
+                    cause: scope::Wait::Gate(_),
+                } if self.policy.max_delayed.is_some() && !queue(state, until) => {
+                    Admit::QueueFull {
+                        wait: after(now, until),
+                        limit: self.policy.max_delayed.unwrap_or_default(),
+                    }
+                }
                 Admission::Wait { until, cause } => Admit::Wait {
                     wait: after(now, until),
                     cause,
                     own: matches!(cause, scope::Wait::Gate(_)) && scope::own_gate(state, &self.me),
                 },
             };
+            if matches!(admit, Admit::Go) {
+                scope::dequeue(state, &self.me);
+            }
         });
         if updated { admit } else { self.unavailable() }
     }
@@ -246,6 +268,28 @@ impl Shared {
         learned
     }
 
+    /// Before retry number `attempt`: spends a retry from the scope's budget
+    /// and, with `backoff`, closes the scope's gate for it (see
+    /// [`scope::before_retry`]); else how long until the budget holds a
+    /// retry again. A store that fails refuses nothing.
+    pub fn before_retry(&self, attempt: u32, backoff: Option<Duration>) -> Result<(), Duration> {
+        let mut refused = None;
+        self.update(&mut |state, now| {
+            refused = scope::before_retry(state, now, &self.policy, attempt, backoff, &self.me)
+                .err()
+                .map(|until| after(now, until));
+        });
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// After a successful first attempt: what it earns the scope's budget
+    /// (written only when the bucket, as last seen, was not full).
+    pub fn earn(&self) {
+        if scope::may_earn(&self.seen.borrow(), &self.policy) {
+            self.update(&mut |state, now| scope::earn(state, now, &self.policy));
+        }
+    }
+
     /// Takes a concurrency slot for at most `lease` if `--max-concurrent` is
     /// set and one is free; `Some(None)` means "all taken, wait".
     pub fn try_slot(&self, lease: Duration) -> Option<Option<Slot>> {
@@ -261,7 +305,8 @@ impl Shared {
 
     /// At the end of a run: gives back the probes this process claimed but never used.
     pub fn release(&self) {
-        if scope::holds_probe(&self.seen.borrow(), &self.me) {
+        let seen = self.seen.borrow().clone();
+        if scope::holds_probe(&seen, &self.me) || scope::queued(&seen, &self.me) {
             self.update(&mut |state, _| scope::release(state, &self.me));
         }
     }
@@ -272,10 +317,13 @@ impl Shared {
             .map_or(0, |(state, now)| scope::repeats(&state, fingerprint, now))
     }
 
-    /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE against the
-    /// request, or clears its count.
-    pub fn remember(&self, fingerprint: &str, failed: bool) {
-        self.update(&mut |state, now| scope::remember(state, fingerprint, failed, now));
+    /// After a run: counts a NON_RETRYABLE or INVALID_RESPONSE (`failure`,
+    /// the error's identity) against the request, or clears its count.
+    pub fn remember(&self, fingerprint: &str, failure: Option<&str>) {
+        // Hashed: an error's code may say more than it should.
+        let failure = failure.map(crate::state::scope_hash);
+        let failure = failure.as_deref();
+        self.update(&mut |state, now| scope::remember(state, fingerprint, failure, now));
     }
 
     /// The record of `task`: its idempotency key kept from an earlier run,

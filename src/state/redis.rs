@@ -318,6 +318,25 @@ impl Store for RedisStore {
         Ok((listing, server_millis(time)))
     }
 
+    /// The leases that have not ended by the server's clock.
+    fn slots_in_use(&self, hash: &str) -> io::Result<u32> {
+        check_hash(hash)?;
+        let key = key_of(hash, "slots");
+        let time: (u64, u64) = self.exchange(|con| {
+            answers_within(con, self.timeout, 1)?;
+            redis::cmd("TIME").query(con)
+        })?;
+        let now = server_millis(time);
+        self.exchange(|con| {
+            answers_within(con, self.timeout, 1)?;
+            redis::cmd("ZCOUNT")
+                .arg(&key)
+                .arg(format!("({now}"))
+                .arg("+inf")
+                .query(con)
+        })
+    }
+
     fn clear(&self, hash: &str, tasks: bool) -> io::Result<()> {
         check_hash(hash)?;
         self.change(

@@ -54,6 +54,9 @@ pub trait Store {
     /// with respect to every other process; a record left with nothing to
     /// remember is removed. Concurrency slots, held by live processes, stay.
     fn clear(&self, hash: &str, tasks: bool) -> io::Result<()>;
+    /// How many `--max-concurrent` slots of the scope whose hash is `hash`
+    /// are held now, for `abide state`.
+    fn slots_in_use(&self, hash: &str) -> io::Result<u32>;
 }
 
 /// One scope's record as the store keeps it.
@@ -196,6 +199,14 @@ pub(crate) fn lists_and_clears(store: &dyn Store) {
         Some(b.as_str())
     );
     assert!(find(&listing, &format!("c-{tag}")).is_none());
+    // Slots held now, and given back.
+    assert_eq!(store.slots_in_use(&scope_hash(&a)).unwrap(), 0);
+    let held = store.try_slot(&a, 2, Duration::from_secs(60)).unwrap();
+    assert!(held.is_some());
+    assert_eq!(store.slots_in_use(&scope_hash(&a)).unwrap(), 1);
+    drop(held);
+    assert_eq!(store.slots_in_use(&scope_hash(&a)).unwrap(), 0);
+    assert!(store.slots_in_use("../etc").is_err());
 
     // Clearing forgets what holds runs back; the tasks stay unless asked.
     store.clear(&scope_hash(&a), false).unwrap();

@@ -10,8 +10,8 @@ use abide::exit::Kind;
 use abide::rules::attempt::{Observation, Phase};
 use abide::rules::decision::{
     Draw, Next, Policy, Progress, Replay, Settlement, Verdict, WaitCause, after_check,
-    attempt_room, classify, classify_keyed, cut_scope_wait, cut_wait, effect_unknown, next_step,
-    opened_breaker, scope_step, settle,
+    attempt_room, budget_refused, classify, classify_keyed, cut_scope_wait, cut_wait,
+    effect_unknown, next_step, opened_breaker, scope_step, settle,
 };
 use abide::rules::delay::{self, DelaySource, MAX_SERVER_DELAY, ServerDelay};
 use abide::rules::scope::{GateCause, Level, Wait as ScopeWait};
@@ -349,6 +349,30 @@ proptest! {
         let verdict = classify_keyed(observation, Replay::Safe, true, &policy);
         let next = next_step(verdict, None, Progress { attempt, elapsed }, &policy, Draw(unit));
         prop_assert!(matches!(next, Next::Stop(ref s) if s.kind() == Kind::NonRetryable));
+    }
+
+    #[test]
+    fn a_spent_retry_budget_never_lets_the_caller_back_before_the_server_or_the_refill(
+        policy in policy(),
+        server in proptest::option::of(server_delay()),
+        attempt in 1u32..12,
+        elapsed in duration(),
+        unit in draw(),
+        refills_in in duration(),
+    ) {
+        let progress = Progress { attempt, elapsed };
+        let plain = next_step(Verdict::Retryable, server, progress, &policy, Draw(unit));
+        match (budget_refused(plain.clone(), Some(refills_in)), &plain) {
+            (Next::Stop(stop), Next::Wait(wait)) => {
+                prop_assert_eq!(stop.kind(), Kind::RetryExhausted);
+                prop_assert!(stop.not_before >= Some(refills_in));
+                if let WaitCause::Server { honoured, .. } = wait.cause {
+                    prop_assert!(stop.not_before >= Some(honoured));
+                }
+            }
+            (other, _) => prop_assert_eq!(&other, &plain, "a stop stays as it was"),
+        }
+        prop_assert_eq!(budget_refused(plain.clone(), None), plain);
     }
 
     #[test]

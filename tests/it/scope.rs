@@ -30,6 +30,8 @@ on_both_backends!(
     a_named_scope_groups_different_urls,
     the_gate_holds_after_a_rate_wait,
     the_gate_holds_after_a_slot_wait,
+    a_failing_fleet_retries_within_the_scopes_budget,
+    a_429_without_a_delay_holds_the_scope_for_the_backoff,
 );
 
 fn spawn(mut cmd: Command) -> Child {
@@ -305,13 +307,16 @@ fn a_run_waits_out_an_open_breaker_and_succeeds(b: &Backend) {
     let dir = temp_dir("breaker-log");
     let log = dir.join("log.jsonl");
     // The README's "replacing a curl loop" flags, with backoff steps short
-    // enough that the breaker's own waits show.
+    // enough that the breaker's own waits show (one run alone, so the
+    // scope's retry budget, which shares retries between runs, is off).
     let run = finish(
         b.abide(&[
             "--budget",
             "5m",
             "--attempts",
             "20",
+            "--retry-budget",
+            "0",
             "--backoff",
             "100ms",
             "--backoff-max",
@@ -368,8 +373,11 @@ fn a_service_that_starts_later_is_reached() {
     let url = format!("http://127.0.0.1:{port}/");
     let started = Instant::now();
     // Its backoff starts at 100 ms, so that five refused connections come
-    // well before the service does.
+    // well before the service does; one run alone waits for it, so the
+    // scope's retry budget, which shares retries between runs, is off.
     let run = spawn(b.abide(&[
+        "--retry-budget",
+        "0",
         "--attempts",
         "100",
         "--budget",
@@ -659,4 +667,117 @@ fn the_gate_holds_after_a_rate_wait(b: &Backend) {
 
 fn the_gate_holds_after_a_slot_wait(b: &Backend) {
     second_waits_for_the_firsts_gate(b, &["--max-concurrent", "1"]);
+}
+
+/// The figure: ten processes of `--attempts 4` started together
+/// against a server that answers every request 429 without any delay make
+/// at most 20 requests between them (10 first attempts and the 5 retries
+/// the scope's budget holds), not 40; one process alone gets all 4.
+fn a_failing_fleet_retries_within_the_scopes_budget(b: &Backend) {
+    let lab = scripted(vec![Step::new(429)]);
+    let scope = format!("fleet-{}-{}", std::process::id(), rand_suffix());
+    let fleet = |n: usize| {
+        wait_all(
+            (0..n)
+                .map(|_| {
+                    spawn(b.abide(&[
+                        "--scope",
+                        &scope,
+                        "--attempts",
+                        "4",
+                        "--backoff",
+                        "100ms",
+                        &lab.url(),
+                    ]))
+                })
+                .collect(),
+        )
+    };
+    let runs = fleet(10);
+    let sent = lab.records().len();
+    eprintln!("10 processes x --attempts 4 against 429: {sent} requests");
+    assert!((10..=20).contains(&sent), "{sent} requests");
+    assert!(runs.iter().all(|r| r.code == 4), "all RETRY_EXHAUSTED");
+    let refused: Vec<&Run> = runs
+        .iter()
+        .filter(|r| {
+            r.outcome()["reason"]
+                .as_str()
+                .unwrap()
+                .contains("the scope's retry budget is spent")
+        })
+        .collect();
+    assert!(!refused.is_empty(), "some runs were refused a retry");
+    for run in &refused {
+        assert!(
+            run.outcome()["next_allowed_at"].is_string(),
+            "{}",
+            run.stderr
+        );
+    }
+
+    // One process alone, in a scope of its own, keeps all its attempts.
+    let alone = scripted(vec![Step::new(429)]);
+    let run = finish(
+        b.abide(&[
+            "--scope",
+            &format!("{scope}-alone"),
+            "--attempts",
+            "4",
+            "--backoff",
+            "100ms",
+            &alone.url(),
+        ]),
+        b"",
+    );
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert_eq!(alone.records().len(), 4);
+    assert_eq!(run.outcome()["attempts"], 4);
+}
+
+/// A 429 without any delay closes the scope's gate for the backoff its
+/// run chose: a second run started during it sends only after it.
+fn a_429_without_a_delay_holds_the_scope_for_the_backoff(b: &Backend) {
+    let lab = scripted(vec![Step::new(429), Step::new(200)]);
+    let scope = format!("backoff-gate-{}-{}", std::process::id(), rand_suffix());
+    let args = [
+        "--scope",
+        scope.as_str(),
+        "--backoff",
+        "2s",
+        "--backoff-max",
+        "2s",
+        "--jitter",
+        "0",
+    ];
+    let first = spawn(b.abide(&[&args[..], &["-v", &lab.url()]].concat()));
+    until("the first answer", || lab.records().len() == 1);
+    let second = spawn(b.abide(&[&args[..], &["--attempts", "1", &lab.url()]].concat()));
+    let runs = wait_all(vec![first, second]);
+    assert_eq!(runs[0].code, 0, "{}", runs[0].stderr);
+    assert_eq!(runs[1].code, 0, "{}", runs[1].stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 3);
+    // The first run's backoff is full jitter up to 2 s; whatever it drew,
+    // its own retry and the second run's request both come after it.
+    let chosen = runs[0].outcome()["history"][0]["wait_ms"].as_u64().unwrap();
+    for later in &records[1..] {
+        assert!(
+            later.at - records[0].at >= MS(chosen),
+            "sent {:?} after the 429, within the {chosen} ms backoff",
+            later.at - records[0].at
+        );
+    }
+    // A backoff long enough that the second run surely started within it
+    // (the draw is random): the second run says what held it.
+    if chosen >= 500 {
+        assert!(
+            runs[1].outcome()["reason"]
+                .as_str()
+                .unwrap()
+                .contains("the backoff after a 429 or 503 without a delay"),
+            "{}",
+            runs[1].stderr
+        );
+    }
 }

@@ -26,27 +26,6 @@ pub fn scripted(steps: Vec<Step>) -> Lab {
     .expect("the lab starts")
 }
 
-/// Runs each scenario on both backends: `files::name` and `redis::name`
-/// (the latter ignored, saying why, when there is no Redis; see build.rs).
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod files {
-            $(#[test]
-            fn $name() {
-                super::$name(&crate::util::Backend::files(concat!("files-", stringify!($name))));
-            })*
-        }
-        mod redis {
-            $(#[test]
-            #[cfg_attr(no_redis, ignore = "no Redis: install redis-server or set ABIDE_TEST_REDIS")]
-            fn $name() {
-                super::$name(&crate::util::Backend::redis());
-            })*
-        }
-    };
-}
-pub(crate) use on_both_backends;
-
 /// What one run of the binary left behind.
 pub struct Run {
     /// -1 when a signal ended the process.
@@ -759,4 +738,24 @@ pub fn state_files(dir: &std::path::Path) -> Vec<String> {
         }
     }
     texts
+}
+
+/// Runs each scenario on both backends: `files::name` and `redis::name`
+/// (the latter ignored, saying why, when there is no Redis; see build.rs).
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod files {
+            $(#[test]
+            fn $name() {
+                super::$name(&crate::util::Backend::files(concat!("files-", stringify!($name))));
+            })*
+        }
+        mod redis {
+            $(#[test]
+            #[cfg_attr(no_redis, ignore = "no Redis: install redis-server or set ABIDE_TEST_REDIS")]
+            fn $name() {
+                super::$name(&crate::util::Backend::redis());
+            })*
+        }
+    };
 }
