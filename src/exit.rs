@@ -124,7 +124,7 @@ impl Kind {
             Kind::InvalidResponse => "a 2xx whose body breaks the --require contract",
             Kind::NoProgress => "the same failing request again; refused unsent",
             Kind::NeedsHuman => {
-                "a person must decide: --check said neither yes nor no, or --task-attempts are spent"
+                "a person must decide: an unsettled --check, or --task-attempts spent"
             }
             Kind::Incomplete => "the body broke off after part of it reached stdout",
             Kind::HungUp => "hung up (SIGHUP); abide then ends by the signal",
