@@ -435,7 +435,7 @@ pub struct ScopeArgs {
     /// or in the environment (set by `parse_from`): only those are said to
     /// be overruled.
     #[arg(skip)]
-    pub given: Vec<crate::plan::policy::Knob>,
+    pub given: Vec<values::Knob>,
 }
 
 /// `--retry-budget`: `None` is off.
@@ -924,8 +924,8 @@ fn in_order<K: Copy>(matches: &clap::ArgMatches, ids: &[(&str, K)]) -> Vec<(K, S
 }
 
 /// The settings a `--policy` governs that the user gave (not defaults).
-fn given_knobs(matches: &clap::ArgMatches) -> Vec<crate::plan::policy::Knob> {
-    use crate::plan::policy::Knob;
+fn given_knobs(matches: &clap::ArgMatches) -> Vec<values::Knob> {
+    use values::Knob;
     let given = |id: &str| {
         matches!(
             matches.value_source(id),

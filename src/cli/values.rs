@@ -120,6 +120,37 @@ impl JsonPointer {
     }
 }
 
+/// A setting the policy governs, by its flag, for `plan::policy::ceilings` to ask
+/// whether the user gave it (a default the policy lowers needs no sentence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Knob {
+    Scope,
+    Attempts,
+    MaxWait,
+    RetryOn,
+    Rate,
+    MaxConcurrent,
+    Breaker,
+    RetryBudget,
+    MaxDelayed,
+}
+
+impl Knob {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Knob::Scope => "--scope",
+            Knob::Attempts => "--attempts",
+            Knob::MaxWait => "--max-wait",
+            Knob::RetryOn => "--retry-on",
+            Knob::Rate => "--rate",
+            Knob::MaxConcurrent => "--max-concurrent",
+            Knob::Breaker => "--breaker",
+            Knob::RetryBudget => "--retry-budget",
+            Knob::MaxDelayed => "--max-delayed",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 //! the file, the line and the key: a policy that is silently half-read
 //! protects nothing.
 
+pub use crate::cli::values::Knob;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -101,37 +102,6 @@ pub struct Requested {
     pub breaker: u32,
     pub retry_budget: Option<BudgetPolicy>,
     pub max_delayed: Option<u32>,
-}
-
-/// A setting the policy governs, by its flag, for [`ceilings`] to ask
-/// whether the user gave it (a default the policy lowers needs no sentence).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Knob {
-    Scope,
-    Attempts,
-    MaxWait,
-    RetryOn,
-    Rate,
-    MaxConcurrent,
-    Breaker,
-    RetryBudget,
-    MaxDelayed,
-}
-
-impl Knob {
-    pub fn flag(self) -> &'static str {
-        match self {
-            Knob::Scope => "--scope",
-            Knob::Attempts => "--attempts",
-            Knob::MaxWait => "--max-wait",
-            Knob::RetryOn => "--retry-on",
-            Knob::Rate => "--rate",
-            Knob::MaxConcurrent => "--max-concurrent",
-            Knob::Breaker => "--breaker",
-            Knob::RetryBudget => "--retry-budget",
-            Knob::MaxDelayed => "--max-delayed",
-        }
-    }
 }
 
 /// What a run may use: `requested`, under the policy of `given` (else the

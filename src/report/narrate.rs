@@ -280,31 +280,6 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
-/// A sentence for the reason: the run waited for its scope before sending.
-pub fn scope_note(waited: Duration, cause: scope::Wait) -> String {
-    let why = match cause {
-        scope::Wait::Gate(scope::GateCause::RetryAfter) => {
-            "a Retry-After the server gave to another request"
-        }
-        scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
-            "the scope's used-up rate-limit quota"
-        }
-        scope::Wait::Gate(scope::GateCause::Backoff) => {
-            "the backoff after a 429 or 503 without a delay to another request"
-        }
-        scope::Wait::Rate => "--rate",
-        scope::Wait::HalfOpen(scope::Level::Scope) => "the scope's open circuit breaker",
-        scope::Wait::HalfOpen(scope::Level::Endpoint) => {
-            "the open circuit breaker of this request's endpoint"
-        }
-        scope::Wait::Probe(_) => "another run's probe of an open circuit breaker",
-    };
-    format!(
-        "Waited {:.1} s for {why} before sending.",
-        waited.as_secs_f64()
-    )
-}
-
 /// `-v`: what a `--check` answer said of the write.
 pub fn checked(status: Option<u16>, settlement: crate::rules::decision::Settlement) -> String {
     use crate::rules::decision::Settlement;
@@ -547,18 +522,5 @@ mod tests {
             "timeout: no answer from the server in t… · backoff"
         );
         assert_eq!(n.countdown_cause(None, &backoff), "backoff");
-    }
-
-    #[test]
-    fn a_scope_wait_is_one_sentence_of_the_reason() {
-        let breaker = scope::Wait::HalfOpen(Level::Scope);
-        assert_eq!(
-            scope_note(Duration::from_millis(2_040), breaker),
-            "Waited 2.0 s for the scope's open circuit breaker before sending."
-        );
-        assert_eq!(
-            scope_note(Duration::from_millis(300), scope::Wait::Rate),
-            "Waited 0.3 s for --rate before sending."
-        );
     }
 }

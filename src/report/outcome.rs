@@ -444,7 +444,7 @@ impl Words<'_> {
         };
         for &(waited, cause) in &self.record.scope_waits {
             reason.push(' ');
-            reason.push_str(&crate::report::narrate::scope_note(waited, cause));
+            reason.push_str(&scope_note(waited, cause));
         }
         if let Some(e) = &self.record.state_outage {
             reason.push_str(&format!(
@@ -576,6 +576,31 @@ impl Words<'_> {
             },
         }
     }
+}
+
+/// A sentence for the reason: the run waited for its scope before sending.
+pub fn scope_note(waited: Duration, cause: scope::Wait) -> String {
+    let why = match cause {
+        scope::Wait::Gate(scope::GateCause::RetryAfter) => {
+            "a Retry-After the server gave to another request"
+        }
+        scope::Wait::Gate(scope::GateCause::QuotaExhausted) => {
+            "the scope's used-up rate-limit quota"
+        }
+        scope::Wait::Gate(scope::GateCause::Backoff) => {
+            "the backoff after a 429 or 503 without a delay to another request"
+        }
+        scope::Wait::Rate => "--rate",
+        scope::Wait::HalfOpen(scope::Level::Scope) => "the scope's open circuit breaker",
+        scope::Wait::HalfOpen(scope::Level::Endpoint) => {
+            "the open circuit breaker of this request's endpoint"
+        }
+        scope::Wait::Probe(_) => "another run's probe of an open circuit breaker",
+    };
+    format!(
+        "Waited {:.1} s for {why} before sending.",
+        waited.as_secs_f64()
+    )
 }
 
 #[cfg(test)]
@@ -959,5 +984,18 @@ mod tests {
         let text = Line::new(&context(), &r, &redactor).to_json();
         assert!(!text.contains("hunter2"), "{text}");
         assert!(text.contains("the state said ***"), "{text}");
+    }
+
+    #[test]
+    fn a_scope_wait_is_one_sentence_of_the_reason() {
+        let breaker = scope::Wait::HalfOpen(scope::Level::Scope);
+        assert_eq!(
+            scope_note(Duration::from_millis(2_040), breaker),
+            "Waited 2.0 s for the scope's open circuit breaker before sending."
+        );
+        assert_eq!(
+            scope_note(Duration::from_millis(300), scope::Wait::Rate),
+            "Waited 0.3 s for --rate before sending."
+        );
     }
 }
