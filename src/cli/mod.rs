@@ -6,6 +6,7 @@
 pub mod config;
 pub mod docs;
 pub mod net;
+pub mod state;
 pub mod values;
 
 use std::path::PathBuf;
@@ -105,7 +106,7 @@ pub enum Command {
     /// Serve abide as a Model Context Protocol tool (http_request) on stdio.
     Mcp(McpArgs),
     /// List what the scope state remembers (why runs are held), or clear it.
-    State(crate::app::state::StateArgs),
+    State(state::StateArgs),
 }
 
 #[derive(Args, Debug, Default)]
