@@ -123,7 +123,7 @@ Register-ArgumentCompleter -Native -CommandName 'abide' -ScriptBlock {
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate')
             [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate')
             [CompletionResult]::new('--ca-native', '--ca-native', [CompletionResultType]::ParameterName, 'Trust the operating system''s certificate store instead of the built-in roots')
-            [CompletionResult]::new('--compressed', '--compressed', [CompletionResultType]::ParameterName, 'Ask for a compressed answer (gzip, deflate, br) and decode it. Without it no encoding is asked for, and a body is written as it came')
+            [CompletionResult]::new('--compressed', '--compressed', [CompletionResultType]::ParameterName, 'Ask for a compressed answer (deflate, gzip, br, zstd) and decode it. Without it no encoding is asked for, and a body is written as it came')
             [CompletionResult]::new('--retry-connrefused', '--retry-connrefused', [CompletionResultType]::ParameterName, 'Accepted, as curl''s: abide retries a refused connection anyway (a service that is starting), within --attempts and --budget')
             [CompletionResult]::new('--idempotent', '--idempotent', [CompletionResultType]::ParameterName, 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)')
             [CompletionResult]::new('--no-state', '--no-state', [CompletionResultType]::ParameterName, 'Keep and read no shared state at all')

@@ -120,7 +120,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand -k 'Do not verify the server''s TLS certificate'
             cand --insecure 'Do not verify the server''s TLS certificate'
             cand --ca-native 'Trust the operating system''s certificate store instead of the built-in roots'
-            cand --compressed 'Ask for a compressed answer (gzip, deflate, br) and decode it. Without it no encoding is asked for, and a body is written as it came'
+            cand --compressed 'Ask for a compressed answer (deflate, gzip, br, zstd) and decode it. Without it no encoding is asked for, and a body is written as it came'
             cand --retry-connrefused 'Accepted, as curl''s: abide retries a refused connection anyway (a service that is starting), within --attempts and --budget'
             cand --idempotent 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'
             cand --no-state 'Keep and read no shared state at all'

@@ -107,7 +107,7 @@ complete -c abide -n "__fish_abide_needs_command" -l http2 -d 'Refused with a wo
 complete -c abide -n "__fish_abide_needs_command" -l http3 -d 'See --http2'
 complete -c abide -n "__fish_abide_needs_command" -s k -l insecure -d 'Do not verify the server\'s TLS certificate'
 complete -c abide -n "__fish_abide_needs_command" -l ca-native -d 'Trust the operating system\'s certificate store instead of the built-in roots'
-complete -c abide -n "__fish_abide_needs_command" -l compressed -d 'Ask for a compressed answer (gzip, deflate, br) and decode it. Without it no encoding is asked for, and a body is written as it came'
+complete -c abide -n "__fish_abide_needs_command" -l compressed -d 'Ask for a compressed answer (deflate, gzip, br, zstd) and decode it. Without it no encoding is asked for, and a body is written as it came'
 complete -c abide -n "__fish_abide_needs_command" -l retry-connrefused -d 'Accepted, as curl\'s: abide retries a refused connection anyway (a service that is starting), within --attempts and --budget'
 complete -c abide -n "__fish_abide_needs_command" -l idempotent -d 'Treat the request as safe to repeat without sending a key (GraphQL or search APIs that read with POST)'
 complete -c abide -n "__fish_abide_needs_command" -l no-state -d 'Keep and read no shared state at all'

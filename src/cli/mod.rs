@@ -265,7 +265,7 @@ pub struct RequestArgs {
           value_parser = parse_duration)]
     pub stall: Duration,
 
-    /// Ask for a compressed answer (gzip, deflate, br) and decode it. Without
+    /// Ask for a compressed answer (deflate, gzip, br, zstd) and decode it. Without
     /// it no encoding is asked for, and a body is written as it came.
     #[arg(long)]
     pub compressed: bool,

@@ -541,7 +541,6 @@ fn the_server_sees_what_curl_would_send() {
 }
 
 #[test]
-#[ignore = "needs --data-raw, which comes with the body flags; enable once merged"]
 fn a_browsers_copy_as_curl_sends_what_curl_sends() {
     differential(BROWSER_CASES);
 }
