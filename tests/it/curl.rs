@@ -831,6 +831,14 @@ const JAR_CASES: &[&[&str]] = &[
         "{url}/down/3",
     ],
     &[
+        "-L",
+        "--max-redirs",
+        "2",
+        "-w",
+        "%{http_code} %{url_effective}",
+        "{url}/r/0",
+    ],
+    &[
         "-w",
         "%{remote_ip} %{remote_port} %{num_connects}",
         "{url}/x",
