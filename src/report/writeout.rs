@@ -287,6 +287,7 @@ mod tests {
         );
         let trace = Trace {
             url: Some("http://h/next?token=t0k".into()),
+            status: None,
             redirects: 2,
             namelookup: Some(Duration::from_millis(1)),
             connect: Some(Duration::from_millis(3)),
