@@ -115,7 +115,9 @@ impl Kind {
             Kind::InternalError => "abide itself failed (e.g. could not write -o FILE)",
             Kind::UsageError => "bad flag, URL or header; nothing was sent",
             Kind::NonRetryable => "a 4xx/5xx, unknown host or refused certificate",
-            Kind::RetryExhausted => "still failing when --attempts ran out",
+            Kind::RetryExhausted => {
+                "still failing when --attempts, or the scope's retry budget, ran out"
+            }
             Kind::BudgetExhausted => "the next wait does not fit --budget or --max-wait",
             Kind::CircuitOpen => {
                 "a circuit breaker of the scope stays open beyond --budget or --max-wait"

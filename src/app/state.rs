@@ -284,6 +284,7 @@ mod tests {
                 retry_budget: RetryBudget {
                     spent: 3_500,
                     at: NOW,
+                    spenders: vec![],
                 },
                 delayed: vec![crate::rules::scope::Delayed {
                     holder: "p".into(),

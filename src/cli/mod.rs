@@ -266,7 +266,7 @@ pub struct RequestArgs {
           value_parser = parse_duration)]
     pub stall: Duration,
 
-    /// Ask for a compressed answer (gzip, deflate, br) and decode it. Without
+    /// Ask for a compressed answer (deflate, gzip, br, zstd) and decode it. Without
     /// it no encoding is asked for, and a body is written as it came.
     #[arg(long)]
     pub compressed: bool,
@@ -410,9 +410,10 @@ pub struct ScopeArgs {
     /// The scope's retry budget, shared by all its processes (and machines,
     /// with a Redis --state): first attempts always go; a retry spends one
     /// of 5 held in the scope, which each successful first attempt refills
-    /// by PERCENT of a retry and time by one every 10 s. A run that would
-    /// retry with none left ends at once, RETRY_EXHAUSTED, with
-    /// next_allowed_at when one is back. 0 turns it off.
+    /// by PERCENT of a retry and time by one every 10 s. With none left, a
+    /// run alone keeps all its attempts; one that would retry while another
+    /// run spent from it in the last 10 s ends at once, RETRY_EXHAUSTED,
+    /// with next_allowed_at when one is back. 0 turns it off.
     #[arg(long = "retry-budget", value_name = "PERCENT", env = "ABIDE_RETRY_BUDGET",
           default_value = "20%", value_parser = parse_retry_budget)]
     pub retry_budget: RetryBudget,

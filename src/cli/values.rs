@@ -49,8 +49,10 @@ impl StateTarget {
         if !(text.starts_with("redis://") || text.starts_with("rediss://")) {
             return Err("--state takes a redis:// or rediss:// URL".into());
         }
-        redis::IntoConnectionInfo::into_connection_info(text)
-            .map_err(|e| format!("--state is not a usable Redis URL ({:?})", e.kind()))?;
+        redis::IntoConnectionInfo::into_connection_info(text).map_err(|e| {
+            let why = crate::state::redis::words(&e);
+            format!("--state is not a usable Redis URL ({why})")
+        })?;
         Ok(StateTarget { url: text.into() })
     }
 }

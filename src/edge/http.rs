@@ -415,6 +415,7 @@ fn attempt(
         })?;
         hops.keep_cookies(&hop.url, &response);
         let status = response.status().as_u16();
+        observed.update(|t| t.status = Some(status));
         let location = response
             .headers()
             .get("location")

@@ -146,6 +146,9 @@ impl Default for Net {
 pub struct Trace {
     /// The last request's URL (after -L, the last hop's).
     pub url: Option<String>,
+    /// The last answer's status, that of a redirect the run did not follow
+    /// (past --max-redirs) included, which curl's `%{http_code}` writes.
+    pub status: Option<u16>,
     pub redirects: u32,
     pub namelookup: Option<Duration>,
     pub connect: Option<Duration>,

@@ -186,8 +186,9 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 fn value(var: Var, facts: &Facts) -> String {
     match var {
-        // curl writes 000 when no answer came.
-        Var::HttpCode => format!("{:03}", facts.status.unwrap_or(0)),
+        // curl writes 000 when no answer came, and the last 3xx when the
+        // run stopped at one (too many redirects).
+        Var::HttpCode => format!("{:03}", facts.status.or(facts.trace.status).unwrap_or(0)),
         // The last hop's URL after -L, masked as the URL asked for is.
         Var::UrlEffective => facts
             .trace
@@ -286,6 +287,7 @@ mod tests {
         );
         let trace = Trace {
             url: Some("http://h/next?token=t0k".into()),
+            status: None,
             redirects: 2,
             namelookup: Some(Duration::from_millis(1)),
             connect: Some(Duration::from_millis(3)),

@@ -492,8 +492,10 @@ pub fn backoff_closes_gate(status: Option<u16>, server_delay: bool) -> bool {
     !server_delay && matches!(status, Some(429 | 503))
 }
 
-/// Before retry number `attempt` (from 2): spends from the scope's retry
-/// budget, or refuses with the store time it holds a retry again; and if it
+/// Before retry number `attempt` (from 2) of run `me`: spends from the
+/// scope's retry budget, or refuses with the store time it holds a retry
+/// again (only when another run spent from it lately, see
+/// [`retry_budget::admit`]); and if it
 /// goes and `backoff` is given (see [`backoff_closes_gate`]), closes the
 /// gate until the run's backoff ends (never moving it back).
 pub fn before_retry(
@@ -509,6 +511,7 @@ pub fn before_retry(
         now,
         policy.retry_budget.as_ref(),
         attempt,
+        me,
     )?;
     if let Some(until) = backoff
         .map(|d| now.saturating_add(ceil_ms(d)).min(LATEST))

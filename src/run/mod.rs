@@ -375,7 +375,7 @@ mod tests {
     use crate::edge::http::{Failure, Reply};
     use crate::rules::attempt::Phase;
     use crate::rules::decision::StopWhy;
-    use crate::rules::retry_budget::{BudgetPolicy, RetryBudget};
+    use crate::rules::retry_budget::{BudgetPolicy, RetryBudget, Spender};
     use crate::rules::scope::{Breaker, Probe, ScopePolicy, ScopeState};
     use crate::state::memory::{Elsewhere, Memory};
     use std::cell::Cell;
@@ -1043,14 +1043,22 @@ mod tests {
 
     #[test]
     fn a_spent_retry_budget_ends_the_run_after_its_first_attempt() {
+        // Spent, by another run a moment ago.
+        let spent = || {
+            Some(ScopeState {
+                retry_budget: RetryBudget {
+                    spent: crate::rules::retry_budget::CAPACITY,
+                    at: at_ms(0),
+                    spenders: vec![Spender {
+                        by: "another".into(),
+                        at: at_ms(0),
+                    }],
+                },
+                ..ScopeState::default()
+            })
+        };
         let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
-        case.scope = Some(ScopeState {
-            retry_budget: RetryBudget {
-                spent: crate::rules::retry_budget::CAPACITY,
-                at: at_ms(0),
-            },
-            ..ScopeState::default()
-        });
+        case.scope = spent();
         let (record, sent, sleeps) = case.run();
         assert_eq!(record.kind(), Kind::RetryExhausted);
         assert_eq!(
@@ -1066,14 +1074,17 @@ mod tests {
         );
         // Off, the same scope retries.
         let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
-        case.scope = Some(ScopeState {
-            retry_budget: RetryBudget {
-                spent: crate::rules::retry_budget::CAPACITY,
-                at: at_ms(0),
-            },
-            ..ScopeState::default()
-        });
+        case.scope = spent();
         case.retry_budget = None;
+        let (record, sent, _) = case.run();
+        assert_eq!(record.kind(), Kind::Succeeded);
+        assert_eq!(sent.len(), 2);
+        // Spent by nobody else lately: a run alone retries.
+        let mut case = Case::new(vec![Ok((503, vec![])), Ok((200, vec![]))]);
+        case.scope = spent();
+        if let Some(s) = case.scope.as_mut() {
+            s.retry_budget.spenders.clear();
+        }
         let (record, sent, _) = case.run();
         assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(sent.len(), 2);

@@ -165,7 +165,10 @@ fn lock_patiently(file: &File, patience: Duration) -> io::Result<()> {
             Err(fs::TryLockError::WouldBlock) => {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    format!("another process held the scope lock for over {patience:?}"),
+                    format!(
+                        "another process held the scope lock for over {} ms",
+                        patience.as_millis()
+                    ),
                 ));
             }
             Err(fs::TryLockError::Error(e)) => return Err(e),

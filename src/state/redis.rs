@@ -71,7 +71,14 @@ fn io_error(e: RedisError) -> io::Error {
     } else {
         io::ErrorKind::Other
     };
-    io::Error::new(kind, format!("redis: {e}"))
+    io::Error::new(kind, format!("redis: {}", words(&e)))
+}
+
+/// A Redis error in words: the client's own text without the Rust name of
+/// its kind, which it puts after a dash (`Redis URL did not parse -
+/// InvalidClientConfig`). Its texts never hold the URL's password.
+pub fn words(e: &RedisError) -> String {
+    e.to_string().replacen(&format!(" - {:?}", e.kind()), "", 1)
 }
 
 fn key(scope: &str, part: &str) -> String {
@@ -99,7 +106,7 @@ impl RedisStore {
         let bad_url = |e: RedisError| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("bad --state URL ({:?})", e.kind()),
+                format!("bad --state URL ({})", words(&e)),
             )
         };
         let info = url.into_connection_info().map_err(bad_url)?;
@@ -370,6 +377,22 @@ impl Drop for Lease {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_are_told_in_words() {
+        for (url, said) in [
+            ("redis://", "Missing hostname"),
+            ("http://h/", "Redis URL did not parse"),
+            ("redis://h/?protocol=9", "Invalid protocol version: 9"),
+        ] {
+            let e = url.into_connection_info().unwrap_err();
+            assert_eq!(words(&e), said, "{url}");
+        }
+        let e = RedisStore::connect("redis://:secret@/", Duration::from_millis(10)).err();
+        let text = e.map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(text, "bad --state URL (Redis URL did not parse)");
+        assert!(!text.contains("secret"));
+    }
 
     /// A private redis-server, stopped when dropped, even by a failing test.
     struct Server(std::process::Child);

@@ -541,7 +541,6 @@ fn the_server_sees_what_curl_would_send() {
 }
 
 #[test]
-#[ignore = "needs --data-raw, which comes with the body flags; enable once merged"]
 fn a_browsers_copy_as_curl_sends_what_curl_sends() {
     differential(BROWSER_CASES);
 }
@@ -830,6 +829,14 @@ const JAR_CASES: &[&[&str]] = &[
         "-w",
         "%{num_redirects} %{url_effective} %{http_code}",
         "{url}/down/3",
+    ],
+    &[
+        "-L",
+        "--max-redirs",
+        "2",
+        "-w",
+        "%{http_code} %{url_effective}",
+        "{url}/r/0",
     ],
     &[
         "-w",

@@ -284,13 +284,17 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Answers with `body`, declared as gzip, and keeps the request head.
-fn gzipped(body: Vec<u8>) -> (Raw, std::sync::Arc<std::sync::Mutex<String>>) {
+/// A server that answers `body` with `Content-Encoding: encoding`.
+fn encoded(
+    encoding: &'static str,
+    body: Vec<u8>,
+) -> (Raw, std::sync::Arc<std::sync::Mutex<String>>) {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let log = std::sync::Arc::clone(&seen);
     let server = raw(move |mut stream| {
         *log.lock().unwrap() = read_head(&stream);
         let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: {encoding}\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
         let _ = stream.write_all(head.as_bytes());
@@ -302,7 +306,7 @@ fn gzipped(body: Vec<u8>) -> (Raw, std::sync::Arc<std::sync::Mutex<String>>) {
 #[test]
 fn encodings_are_asked_for_only_with_compressed_and_bombs_are_stopped() {
     let text = b"a line of text\n".repeat(1000);
-    let (server, seen) = gzipped(gzip(&text));
+    let (server, seen) = encoded("gzip", gzip(&text));
     // Without --compressed: nothing asked for, the bytes as they came.
     let run = run(&["--no-state", &server.url()]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -313,10 +317,30 @@ fn encodings_are_asked_for_only_with_compressed_and_bombs_are_stopped() {
     assert_eq!(run.stdout, text);
     assert_eq!(
         header_of(&seen.lock().unwrap(), "accept-encoding"),
-        Some("gzip, deflate, br")
+        Some("deflate, gzip, br, zstd")
     );
     // 64 MiB of zeros in about 64 KiB: stopped at 100 times that.
-    let (server, _) = gzipped(gzip(&vec![0; 64 * MIB]));
+    let (server, _) = encoded("gzip", gzip(&vec![0; 64 * MIB]));
+    let run = super::util::run(&["--no-state", "--compressed", &server.url()]);
+    assert_eq!(run.code, 8, "{}", run.stderr);
+    assert!(run.stdout.len() < 16 * MIB, "{}", run.stdout.len());
+    let error = run.outcome()["error"].as_str().unwrap().to_string();
+    assert!(error.contains("--max-ratio"), "{error}");
+}
+
+#[test]
+fn a_zstd_answer_is_decoded_and_a_zstd_bomb_is_stopped() {
+    use ruzstd::encoding::{CompressionLevel, compress_to_vec};
+    let text = b"a line of zstd text\n".repeat(1000);
+    let (server, _) = encoded(
+        "zstd",
+        compress_to_vec(&text[..], CompressionLevel::Fastest),
+    );
+    let run = run(&["--no-state", "--compressed", &server.url()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, text);
+    let bomb = compress_to_vec(&vec![0; 64 * MIB][..], CompressionLevel::Fastest);
+    let (server, _) = encoded("zstd", bomb);
     let run = super::util::run(&["--no-state", "--compressed", &server.url()]);
     assert_eq!(run.code, 8, "{}", run.stderr);
     assert!(run.stdout.len() < 16 * MIB, "{}", run.stdout.len());

@@ -32,6 +32,7 @@ on_both_backends!(
     the_gate_holds_after_a_slot_wait,
     a_failing_fleet_retries_within_the_scopes_budget,
     a_429_without_a_delay_holds_the_scope_for_the_backoff,
+    a_run_alone_makes_every_attempt_it_asked_for,
 );
 
 fn spawn(mut cmd: Command) -> Child {
@@ -307,16 +308,13 @@ fn a_run_waits_out_an_open_breaker_and_succeeds(b: &Backend) {
     let dir = temp_dir("breaker-log");
     let log = dir.join("log.jsonl");
     // The README's "replacing a curl loop" flags, with backoff steps short
-    // enough that the breaker's own waits show (one run alone, so the
-    // scope's retry budget, which shares retries between runs, is off).
+    // enough that the breaker's own waits show.
     let run = finish(
         b.abide(&[
             "--budget",
             "5m",
             "--attempts",
             "20",
-            "--retry-budget",
-            "0",
             "--backoff",
             "100ms",
             "--backoff-max",
@@ -373,11 +371,9 @@ fn a_service_that_starts_later_is_reached() {
     let url = format!("http://127.0.0.1:{port}/");
     let started = Instant::now();
     // Its backoff starts at 100 ms, so that five refused connections come
-    // well before the service does; one run alone waits for it, so the
-    // scope's retry budget, which shares retries between runs, is off.
+    // well before the service does: more retries than the scope's budget
+    // holds, which a run alone still makes.
     let run = spawn(b.abide(&[
-        "--retry-budget",
-        "0",
         "--attempts",
         "100",
         "--budget",
@@ -733,6 +729,35 @@ fn a_failing_fleet_retries_within_the_scopes_budget(b: &Backend) {
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert_eq!(alone.records().len(), 4);
     assert_eq!(run.outcome()["attempts"], 4);
+}
+
+/// A "wait for the service" loop: one run alone against an always-503 makes
+/// all 12 attempts it asked for, more than the 5 retries the scope's budget
+/// holds; the budget refuses only a run that has company.
+fn a_run_alone_makes_every_attempt_it_asked_for(b: &Backend) {
+    let lab = scripted(vec![Step::new(503)]);
+    let scope = format!("alone-{}-{}", std::process::id(), rand_suffix());
+    let run = finish(
+        b.abide(&[
+            "--scope",
+            &scope,
+            "--attempts",
+            "12",
+            "--backoff",
+            "10ms",
+            "--backoff-max",
+            "20ms",
+            &lab.url(),
+        ]),
+        b"",
+    );
+    assert_eq!(lab.records().len(), 12, "{}", run.stderr);
+    let outcome = run.outcome();
+    assert_eq!(outcome["attempts"], 12);
+    // Its own failures opened the breaker, which it waited out each time.
+    assert_eq!(outcome["outcome"], "CIRCUIT_OPEN");
+    let reason = outcome["reason"].as_str().unwrap();
+    assert!(!reason.contains("retry budget"), "{reason}");
 }
 
 /// A 429 without any delay closes the scope's gate for the backoff its
