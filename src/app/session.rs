@@ -39,6 +39,14 @@ pub struct Face {
 /// The longest a state store may take to connect or answer.
 const STATE_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// What a batch's worker holds from one item to the next.
+pub struct Held {
+    pub cancel: Cancel,
+    pub audit: Option<Audit>,
+    pub store: Option<Box<dyn Store>>,
+    pub state_failure: Option<String>,
+}
+
 /// What one request holds from opening to its outcome.
 pub struct Session {
     face: Face,
@@ -47,6 +55,8 @@ pub struct Session {
     shared: Option<Shared>,
     /// Why the scope state could not be used (already masked).
     state_failure: Option<String>,
+    /// The batch item this request is, if it is one.
+    item: Option<String>,
 }
 
 /// A run whose body is in place (or discarded): what is left to report.
@@ -104,14 +114,48 @@ impl Session {
         {
             eprintln!("abide: warning: cannot watch for signals: {e}");
         }
-        let (shared, state_failure) = open_shared(plan);
+        let (shared, state_failure) = match open_store(plan) {
+            Ok(store) => (store.map(|store| shared(plan, store)), None),
+            Err(e) => (None, Some(e)),
+        };
         Ok(Session {
             face,
             audit,
             cancel,
             shared,
             state_failure,
+            item: None,
         })
+    }
+
+    /// Batch item `id`'s request, with what its batch holds once for all of
+    /// them (the signal watch, a worker's `--log` and scope store, or why
+    /// that store could not be used): no file is opened here. Its progress
+    /// is the batch's bar; its `-v` lines carry the id.
+    pub fn for_item(plan: &Plan, id: &str, face: Face, held: Held) -> Session {
+        Session {
+            face,
+            audit: held.audit,
+            cancel: held.cancel,
+            shared: held.store.map(|store| shared(plan, store)),
+            state_failure: held.state_failure,
+            item: Some(id.to_string()),
+        }
+    }
+
+    /// What a batch item's request held, back for the next item.
+    pub fn into_held(self) -> Held {
+        let store = match self.shared {
+            // A store that failed is not asked again in this batch.
+            Some(shared) if shared.failure().is_none() => Some(shared.into_store()),
+            _ => None,
+        };
+        Held {
+            cancel: self.cancel,
+            audit: self.audit,
+            store,
+            state_failure: self.state_failure,
+        }
     }
 
     /// Whether the request may go on with the state it has, and `--task`'s
@@ -257,8 +301,12 @@ impl Session {
             request_head(plan),
             plan.output.is_some(),
             self.face.verbose,
-            progress::on_terminal(self.face.silent || self.face.agent),
+            progress::on_terminal(self.face.silent || self.face.agent || self.item.is_some()),
         );
+        let progress = match &self.item {
+            Some(id) => progress.tagged(id),
+            None => progress,
+        };
         let audit = &mut self.audit;
         let setting = Setting {
             context: &plan.context,
@@ -303,7 +351,8 @@ impl Session {
             }
         }
         if let Some(e) = &self.state_failure {
-            if !self.face.agent && !plan.state_required {
+            // A batch says it once, not once per item.
+            if !self.face.agent && !plan.state_required && self.item.is_none() {
                 eprintln!(
                     "abide: warning: the shared state is unavailable ({e}); going on without it"
                 );
@@ -365,7 +414,8 @@ impl Session {
 
     /// The outcome line of `record`, written to the `--log` too.
     pub fn line(&mut self, plan: &Plan, record: &Record) -> Line {
-        let line = Line::new(&plan.context, record, &plan.redactor);
+        let mut line = Line::new(&plan.context, record, &plan.redactor);
+        line.id = self.item.clone();
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()
@@ -422,14 +472,15 @@ fn agent_keeps(plan: &Plan) -> u64 {
     plan.max_body + plan.redactor.reach() as u64
 }
 
-/// Opens the scope state the plan asks for. A store that cannot be opened is
-/// reported (second value) and the run goes on without it, unless required.
-fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
+/// Opens the scope store the plan asks for, if any. A store that cannot be
+/// opened is an error (masked), and the run goes on without it, unless
+/// required.
+pub fn open_store(plan: &Plan) -> Result<Option<Box<dyn Store>>, String> {
     // Short, and never more than a fraction of the budget; after its first
     // failure a run stops using the store, so that is all it can cost.
     let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
     let store: std::io::Result<Box<dyn Store>> = match &plan.state {
-        None => return (None, None),
+        None => return Ok(None),
         Some(Backend::Files(dir)) => FileStore::open(dir, timeout)
             .map(|s| Box::new(s) as Box<dyn Store>)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
@@ -437,19 +488,25 @@ fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
             RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store>)
         }
     };
-    match store {
-        Ok(store) => {
-            let shared = Shared::new(
-                store,
-                plan.context.scope.clone(),
-                plan::endpoint(&plan.request),
-                plan.scope_policy,
-                plan.max_concurrent,
-                plan.state_required,
-            );
-            (Some(shared), None)
-        }
-        Err(e) => (None, Some(plan.redactor.text(&e.to_string()))),
+    store
+        .map(Some)
+        .map_err(|e| plan.redactor.text(&e.to_string()))
+}
+
+/// The plan's scope, in `store`.
+fn shared(plan: &Plan, store: Box<dyn Store>) -> Shared {
+    let shared = Shared::new(
+        store,
+        plan.context.scope.clone(),
+        plan::endpoint(&plan.request),
+        plan.scope_policy,
+        plan.max_concurrent,
+        plan.state_required,
+    );
+    if plan.rate_auto {
+        shared.learning_pace()
+    } else {
+        shared
     }
 }
 

@@ -55,6 +55,9 @@ pub struct Settings {
     /// `max_ratio` times their encoded size.
     pub compressed: bool,
     pub max_ratio: u64,
+    /// Requests in flight at once (a batch's `--parallel`): as many
+    /// connections are kept alive per host, beyond ureq's 3 idle (10 in all).
+    pub parallel: usize,
 }
 
 /// Time limits for one attempt.
@@ -180,6 +183,8 @@ impl Http {
             .user_agent(ureq::config::AutoHeaderValue::None)
             .accept(ureq::config::AutoHeaderValue::None)
             .accept_encoding(ureq::config::AutoHeaderValue::None)
+            .max_idle_connections_per_host(settings.parallel.max(3))
+            .max_idle_connections(settings.parallel.max(10))
             .tls_config(tls.build());
         if let Some(proxy) = &settings.proxy {
             let proxy = ureq::Proxy::new(proxy).map_err(|e| anyhow::anyhow!("bad --proxy: {e}"))?;
@@ -208,11 +213,12 @@ impl Http {
 
     /// The same client, and so the same connection pool, for another
     /// request: one process may send many requests over it, on threads.
+    /// An interruption cuts them all, as it shuts the pool down.
     pub fn for_request(&self, request: Request) -> Http {
         Http {
             agent: self.agent.clone(),
             request: Arc::new(request),
-            interrupted: Arc::default(),
+            interrupted: Arc::clone(&self.interrupted),
             ..*self
         }
     }

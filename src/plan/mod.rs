@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
-use crate::cli::{Cli, Header};
+pub use crate::batch::input::Body as ItemBody;
+use crate::cli::{Cli, Header, RateFlag};
 use crate::edge::http::{Body, Request, Settings};
 use crate::plan::target::Target;
 use crate::redact::{self, Redactor};
@@ -81,6 +82,8 @@ pub struct Plan {
     pub state_required: bool,
     pub scope_policy: ScopePolicy,
     pub max_concurrent: Option<u32>,
+    /// `--rate auto`: the scope's pace is learned from its answers.
+    pub rate_auto: bool,
     pub max_body: u64,
     pub require: Vec<String>,
     /// Refuse a request after this many identical failures in a row; 0 is off.
@@ -209,9 +212,29 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
     Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// What a batch item sets over the command line's request flags.
+#[derive(Debug, Default)]
+pub struct Overrides {
+    pub url: Option<String>,
+    pub method: Option<String>,
+    /// After the `-H` headers: a name given again replaces the flag's.
+    pub headers: Vec<(String, String)>,
+    /// Instead of `--json`, `-d` and `--data-binary`.
+    pub body: Option<ItemBody>,
+}
+
 pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
+    plan_with(cli, &Overrides::default(), stdin)
+}
+
+/// The plan of the command line with `overrides` over its request flags.
+pub fn plan_with(cli: &Cli, overrides: &Overrides, stdin: &mut dyn Read) -> Result<Plan, String> {
     let r = &cli.request;
-    let url = cli.url.as_deref().unwrap_or_default();
+    let url = overrides
+        .url
+        .as_deref()
+        .or(cli.url.as_deref())
+        .unwrap_or_default();
     let target = Target::parse(url)?;
     let mut redactor = Redactor::default();
 
@@ -222,7 +245,8 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         .clone()
         .filter(|path| path.as_os_str() != "-");
     let outcome_to = match OutcomeTo::parse(&cli.output.outcome) {
-        Some(OutcomeTo::Stdout) if output.is_none() => {
+        // A batch's bodies never go to stdout.
+        Some(OutcomeTo::Stdout) if output.is_none() && cli.batch.batch.is_none() => {
             return Err(
                 "--outcome stdout needs -o FILE, else the body and the outcome line would mix"
                     .into(),
@@ -257,10 +281,30 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         return Err("-i and -I cannot go with -C -: the file would hold a head mid-body".into());
     }
 
-    let (body, default_type, spool) = body(cli, stdin)?;
-    let method = r
+    let (body, default_type, spool) = match &overrides.body {
+        Some(ItemBody::Json(value)) => (
+            Body::Bytes(value.to_string().into_bytes()),
+            Some("application/json"),
+            None,
+        ),
+        Some(ItemBody::Data(text)) => (
+            Body::Bytes(text.clone().into_bytes()),
+            Some("application/x-www-form-urlencoded"),
+            None,
+        ),
+        None => body(cli, stdin)?,
+    };
+    let item_method = overrides
         .method
-        .clone()
+        .as_deref()
+        .map(crate::cli::parse_method)
+        .transpose()?;
+    let json = match &overrides.body {
+        Some(item) => matches!(item, ItemBody::Json(_)),
+        None => r.json.is_some(),
+    };
+    let method = item_method
+        .or_else(|| r.method.clone())
         .or_else(|| cli.output.head.then(|| "HEAD".to_string()))
         .unwrap_or_else(|| if body == Body::Empty { "GET" } else { "POST" }.to_string());
 
@@ -273,11 +317,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     }
     // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
     // No Accept-Encoding: curl asks for compression only with --compressed.
-    let accept = if r.json.is_some() {
-        "application/json"
-    } else {
-        "*/*"
-    };
+    let accept = if json { "application/json" } else { "*/*" };
     headers.push(("Accept".into(), accept.into()));
     if r.compressed {
         headers.push((
@@ -326,10 +366,19 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     if let Some(key) = &idempotency_key {
         headers.push(("Idempotency-Key".into(), key.clone()));
     }
+    if let Some((name, _)) = overrides.headers.iter().find(|(n, _)| n.contains(':')) {
+        return Err(format!("header {name:?}: a name cannot hold a colon"));
+    }
+    let item_headers = overrides
+        .headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}"));
     let given: Vec<Header> = r
         .headers
         .iter()
-        .map(|h| crate::cli::parse_header(h))
+        .cloned()
+        .chain(item_headers)
+        .map(|h| crate::cli::parse_header(&h))
         .collect::<Result<_, _>>()?;
     for Header { name, value } in &given {
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
@@ -428,7 +477,10 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             .map(Backend::Files),
     };
     let scope_policy = ScopePolicy {
-        rate_interval: sc.rate.map(|r| crate::rules::scope::spacing(r.interval)),
+        rate_interval: match sc.rate {
+            Some(RateFlag::Fixed(r)) => Some(crate::rules::scope::spacing(r.interval)),
+            _ => None,
+        },
         breaker_threshold: sc.breaker,
         // An open breaker is a backoff the scope shares: it starts where the
         // run's own does.
@@ -455,15 +507,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             headers,
             body,
         },
-        settings: Settings {
-            follow_redirects: r.location,
-            proxy: r.proxy.clone(),
-            insecure: r.insecure,
-            cacert: r.cacert.clone(),
-            compressed: r.compressed,
-            max_ratio: r.max_ratio,
-            ca_native: r.ca_native,
-        },
+        settings: settings(cli),
         policy,
         replay,
         max_time: r.max_time,
@@ -482,6 +526,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         state_required: sc.state_required,
         scope_policy,
         max_concurrent: sc.max_concurrent,
+        rate_auto: sc.rate == Some(RateFlag::Auto),
         max_body: a.max_body,
         require: a.require.clone(),
         no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
@@ -490,6 +535,26 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         log: cli.output.log.clone(),
         _spool: spool,
     })
+}
+
+/// The connection settings of the command line: the same for every
+/// request of a batch, which shares one connection pool.
+pub fn settings(cli: &Cli) -> Settings {
+    let r = &cli.request;
+    Settings {
+        follow_redirects: r.location,
+        proxy: r.proxy.clone(),
+        insecure: r.insecure,
+        cacert: r.cacert.clone(),
+        compressed: r.compressed,
+        max_ratio: r.max_ratio,
+        ca_native: r.ca_native,
+        parallel: cli
+            .batch
+            .batch
+            .as_ref()
+            .map_or(1, |_| cli.batch.parallel.into()),
+    }
 }
 
 /// The body and the Content-Type it implies. A single `@FILE` (or device,

@@ -46,6 +46,9 @@ pub struct Line {
     pub error: Option<String>,
     pub history: Vec<HistoryEntry>,
     pub resumed_bytes: u64,
+    /// The item's id, in a `--batch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -110,6 +113,7 @@ impl Line {
                 })
                 .collect(),
             resumed_bytes: record.resumed,
+            id: None,
         }
     }
 
@@ -134,6 +138,7 @@ impl Line {
             error: None,
             history: Vec::new(),
             resumed_bytes: 0,
+            id: None,
         }
     }
 

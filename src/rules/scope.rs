@@ -58,6 +58,9 @@ pub struct ScopeState {
     pub repeats: Vec<Repeat>,
     /// Idempotency keys kept per task (`--task`), by hashed task id.
     pub tasks: Vec<TaskKey>,
+    /// `--rate auto`: the pace learned from the scope's answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<crate::rules::pace::Pace>,
 }
 
 /// A request that ended NON_RETRYABLE or INVALID_RESPONSE `count` times in a

@@ -2,6 +2,7 @@
 //! server on 127.0.0.1, asserting on the lab's recorded timeline.
 
 mod agent;
+mod batch;
 mod curl;
 mod delays;
 mod demo;
