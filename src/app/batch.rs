@@ -1,8 +1,8 @@
 //! `--batch FILE`: many requests in one process. A pool of `--parallel`
 //! worker threads pulls items from the streaming reader (the file is never
 //! held whole) and sends each as a single run would, through one shared
-//! connection pool, each worker keeping its scope store and `--log` open
-//! from one item to the next. Each item ends in one place, the ledger: the
+//! connection pool and one scope store (opened once, taken in turns), each
+//! worker keeping its `--log` open from one item to the next. Each item ends in one place, the ledger: the
 //! journal first (so that an item counts as ended only once it is on the
 //! disk), then its outcome line, flushed, then the summary and the bar.
 
@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -27,7 +27,9 @@ use crate::plan::{self, OutcomeTo, Overrides, Plan};
 use crate::report::audit::Audit;
 use crate::report::outcome::Line;
 use crate::report::progress;
+use crate::rules::scope::ScopeState;
 use crate::run::record::Record;
+use crate::state::{Slot, Store, Stored};
 
 use super::session::{Face, Held, Session, open_store};
 use super::{append_to, usage};
@@ -50,6 +52,46 @@ struct Batch<'a> {
     cancel: Cancel,
     /// One `--log` per worker, opened before anything is sent.
     audits: Vec<Option<Audit>>,
+    /// The scope store, opened with the first item's plan (or why not).
+    store: OnceLock<Result<Option<Turns>, String>>,
+}
+
+/// The batch's one scope store, which its workers take in turns: they queue
+/// on a mutex instead of polling the store's lock against each other (four
+/// workers polling one file lock starved one of them past the store's
+/// 500 ms patience on a loaded machine).
+#[derive(Clone)]
+struct Turns(Arc<Mutex<Box<dyn Store>>>);
+
+impl Turns {
+    fn with<T>(&self, f: impl FnOnce(&dyn Store) -> T) -> T {
+        f(&**self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Store for Turns {
+    fn read(&self, scope: &str) -> io::Result<(ScopeState, crate::clock::Millis)> {
+        self.with(|s| s.read(scope))
+    }
+    fn update(
+        &self,
+        scope: &str,
+        change: &mut dyn FnMut(&mut ScopeState, crate::clock::Millis),
+    ) -> io::Result<()> {
+        self.with(|s| s.update(scope, change))
+    }
+    fn try_slot(&self, scope: &str, limit: u32, lease: Duration) -> io::Result<Option<Slot>> {
+        self.with(|s| s.try_slot(scope, limit, lease))
+    }
+    fn take_notes(&self) -> Vec<String> {
+        self.with(|s| s.take_notes())
+    }
+    fn list(&self) -> io::Result<(Vec<Stored>, crate::clock::Millis)> {
+        self.with(|s| s.list())
+    }
+    fn clear(&self, hash: &str, tasks: bool) -> io::Result<()> {
+        self.with(|s| s.clear(hash, tasks))
+    }
 }
 
 /// The items still to send.
@@ -154,7 +196,7 @@ impl<'a> Batch<'a> {
         // A signal shuts the shared pool down: every request in flight is
         // cut, and no new one starts.
         cancel.interrupt_with(http.interrupter());
-        let audits = (0..b.parallel)
+        let audits = (0..b.parallel())
             .map(|_| {
                 cli.output
                     .log
@@ -188,6 +230,7 @@ impl<'a> Batch<'a> {
             http,
             cancel,
             audits,
+            store: OnceLock::new(),
         })
     }
 
@@ -228,7 +271,7 @@ impl<'a> Batch<'a> {
     /// One worker: items, one after the other, until there are none, the
     /// batch is cancelled, or it stopped.
     fn work(&self, mut held: Held) {
-        // The scope store is opened with the worker's first item's plan.
+        // The scope store is taken with the worker's first item's plan.
         let mut opened = false;
         while self.cancel.cancelled().is_none() {
             let Some((n, line)) = self.next() else {
@@ -301,16 +344,18 @@ impl<'a> Batch<'a> {
         }
         if !*opened {
             *opened = true;
-            match open_store(&plan) {
-                Ok(store) => held.store = store,
-                Err(e) => {
-                    if !plan.state_required {
-                        eprintln!(
-                            "abide: warning: the shared state is unavailable ({e}); going on without it"
-                        );
-                    }
-                    held.state_failure = Some(e);
+            let store = self.store.get_or_init(|| {
+                let opened = open_store(&plan).map(|s| s.map(|s| Turns(Arc::new(Mutex::new(s)))));
+                if let (Err(e), false) = (&opened, plan.state_required) {
+                    eprintln!(
+                        "abide: warning: the shared state is unavailable ({e}); going on without it"
+                    );
                 }
+                opened
+            });
+            match store {
+                Ok(store) => held.store = store.clone().map(|s| Box::new(s) as Box<dyn Store>),
+                Err(e) => held.state_failure = Some(e.clone()),
             }
         }
         let failed_before = held.state_failure.is_some();

@@ -510,16 +510,23 @@ pub struct BatchArgs {
 
     /// With --batch: requests in flight at once in this process (each over
     /// a kept-alive connection), still under --max-concurrent, --rate and the
-    /// scope gate shared with every other process.
-    #[arg(long, value_name = "N", default_value = "4", requires = "batch",
+    /// scope gate shared with every other process [default: 4].
+    #[arg(long, value_name = "N", requires = "batch",
           value_parser = clap::value_parser!(u16).range(1..=1024))]
-    pub parallel: u16,
+    pub parallel: Option<u16>,
 
     /// With --batch: write down every item that ended (any outcome but a
     /// cancellation) in FILE, on the disk as it ends; a rerun with the same
     /// FILE skips those items, so a batch killed halfway resumes where it was.
     #[arg(long, value_name = "FILE", requires = "batch")]
     pub journal: Option<PathBuf>,
+}
+
+impl BatchArgs {
+    /// `--parallel`, or its default.
+    pub fn parallel(&self) -> u16 {
+        self.parallel.unwrap_or(4)
+    }
 }
 
 /// A `-H` header: `None` as the value removes a default header.

@@ -235,6 +235,10 @@ pub fn plan_with(cli: &Cli, overrides: &Overrides, stdin: &mut dyn Read) -> Resu
         .as_deref()
         .or(cli.url.as_deref())
         .unwrap_or_default();
+    // clap lets them by with a URL, which conflicts with --batch.
+    if cli.batch.batch.is_none() && (cli.batch.parallel.is_some() || cli.batch.journal.is_some()) {
+        return Err("--parallel and --journal go with --batch FILE".into());
+    }
     let target = Target::parse(url)?;
     let mut redactor = Redactor::default();
 
@@ -553,7 +557,7 @@ pub fn settings(cli: &Cli) -> Settings {
             .batch
             .batch
             .as_ref()
-            .map_or(1, |_| cli.batch.parallel.into()),
+            .map_or(1, |_| cli.batch.parallel().into()),
     }
 }
 
@@ -942,6 +946,8 @@ mod tests {
             &["--state", "redis://h", "--no-state", "h"],
             &["--state", "redis://h:6379/not-a-db", "h"],
             &["-m", "0", "h"],
+            &["--parallel", "2", "h"],
+            &["--journal", "j", "h"],
             &[],
         ] {
             assert!(plan_of(args).is_err(), "{args:?}");
