@@ -61,7 +61,7 @@ struct Batch<'a> {
 /// workers polling one file lock starved one of them past the store's
 /// 500 ms patience on a loaded machine).
 #[derive(Clone)]
-struct Turns(Arc<Mutex<Box<dyn Store>>>);
+struct Turns(Arc<Mutex<Box<dyn Store + Send>>>);
 
 impl Turns {
     fn with<T>(&self, f: impl FnOnce(&dyn Store) -> T) -> T {
@@ -243,7 +243,6 @@ impl<'a> Batch<'a> {
                 let held = Held {
                     cancel: batch.cancel.clone(),
                     audit,
-                    store: None,
                     state_failure: None,
                 };
                 workers.spawn(move || batch.work(held));
@@ -271,8 +270,6 @@ impl<'a> Batch<'a> {
     /// One worker: items, one after the other, until there are none, the
     /// batch is cancelled, or it stopped.
     fn work(&self, mut held: Held) {
-        // The scope store is taken with the worker's first item's plan.
-        let mut opened = false;
         while self.cancel.cancelled().is_none() {
             let Some((n, line)) = self.next() else {
                 return;
@@ -280,7 +277,7 @@ impl<'a> Batch<'a> {
             let ended = match line {
                 BatchLine::Bad(bad) => bad_line(bad.id, bad.line, &bad.message),
                 BatchLine::Item(item) => {
-                    let (ended, back) = self.send(item, n, held, &mut opened);
+                    let (ended, back) = self.send(item, n, held);
                     held = back;
                     ended
                 }
@@ -321,7 +318,7 @@ impl<'a> Batch<'a> {
 
     /// Sends item number `n` as a single run would, with what the worker
     /// holds; how it ended, and what the worker holds for the next one.
-    fn send(&self, item: Item, n: u64, mut held: Held, opened: &mut bool) -> (Ended, Held) {
+    fn send(&self, item: Item, n: u64, mut held: Held) -> (Ended, Held) {
         let id = item.id.clone();
         let overrides = Overrides {
             url: Some(item.url),
@@ -342,24 +339,26 @@ impl<'a> Batch<'a> {
         if let Some(prefix) = &self.cli.agent.task {
             plan.task = Some(format!("{prefix}:{id}"));
         }
-        if !*opened {
-            *opened = true;
-            let store = self.store.get_or_init(|| {
-                let opened = open_store(&plan).map(|s| s.map(|s| Turns(Arc::new(Mutex::new(s)))));
-                if let (Err(e), false) = (&opened, plan.state_required) {
-                    eprintln!(
-                        "abide: warning: the shared state is unavailable ({e}); going on without it"
-                    );
-                }
-                opened
-            });
-            match store {
-                Ok(store) => held.store = store.clone().map(|s| Box::new(s) as Box<dyn Store>),
-                Err(e) => held.state_failure = Some(e.clone()),
+        // Opened with the first item's plan (the backend is the flags').
+        let store = self.store.get_or_init(|| {
+            let opened = open_store(&plan).map(|s| s.map(|s| Turns(Arc::new(Mutex::new(s)))));
+            if let (Err(e), false) = (&opened, plan.state_required) {
+                eprintln!(
+                    "abide: warning: the shared state is unavailable ({e}); going on without it"
+                );
             }
+            opened
+        });
+        if let Err(e) = store {
+            held.state_failure.get_or_insert_with(|| e.clone());
         }
         let failed_before = held.state_failure.is_some();
-        let mut session = Session::for_item(&plan, &id, self.face, held);
+        // A worker whose store failed asks it no more.
+        let store = match store {
+            Ok(Some(turns)) if !failed_before => Some(Box::new(turns.clone()) as Box<dyn Store>),
+            _ => None,
+        };
+        let mut session = Session::for_item(&plan, &id, self.face, held, store);
         let record = match self.attempt(&mut session, &mut plan) {
             Ok(record) => record,
             Err(message) => return (bad_line(id, item.line, &message), session.into_held()),

@@ -43,7 +43,6 @@ const STATE_TIMEOUT: Duration = Duration::from_millis(500);
 pub struct Held {
     pub cancel: Cancel,
     pub audit: Option<Audit>,
-    pub store: Option<Box<dyn Store>>,
     pub state_failure: Option<String>,
 }
 
@@ -115,7 +114,10 @@ impl Session {
             eprintln!("abide: warning: cannot watch for signals: {e}");
         }
         let (shared, state_failure) = match open_store(plan) {
-            Ok(store) => (store.map(|store| shared(plan, store)), None),
+            Ok(store) => (
+                store.map(|store| shared(plan, store as Box<dyn Store>)),
+                None,
+            ),
             Err(e) => (None, Some(e)),
         };
         Ok(Session {
@@ -129,31 +131,33 @@ impl Session {
     }
 
     /// Batch item `id`'s request, with what its batch holds once for all of
-    /// them (the signal watch, a worker's `--log` and scope store, or why
-    /// that store could not be used): no file is opened here. Its progress
-    /// is the batch's bar; its `-v` lines carry the id.
-    pub fn for_item(plan: &Plan, id: &str, face: Face, held: Held) -> Session {
+    /// them (the signal watch, a worker's `--log`, why the scope store could
+    /// not be used) and a handle on the batch's scope store: no file is
+    /// opened here. Its progress is the batch's bar; its `-v` lines carry
+    /// the id.
+    pub fn for_item(
+        plan: &Plan,
+        id: &str,
+        face: Face,
+        held: Held,
+        store: Option<Box<dyn Store>>,
+    ) -> Session {
         Session {
             face,
             audit: held.audit,
             cancel: held.cancel,
-            shared: held.store.map(|store| shared(plan, store)),
+            shared: store.map(|store| shared(plan, store)),
             state_failure: held.state_failure,
             item: Some(id.to_string()),
         }
     }
 
-    /// What a batch item's request held, back for the next item.
+    /// What a batch item's request held, back for the next item (a store
+    /// that failed is not asked again: its failure is held).
     pub fn into_held(self) -> Held {
-        let store = match self.shared {
-            // A store that failed is not asked again in this batch.
-            Some(shared) if shared.failure().is_none() => Some(shared.into_store()),
-            _ => None,
-        };
         Held {
             cancel: self.cancel,
             audit: self.audit,
-            store,
             state_failure: self.state_failure,
         }
     }
@@ -475,17 +479,17 @@ fn agent_keeps(plan: &Plan) -> u64 {
 /// Opens the scope store the plan asks for, if any. A store that cannot be
 /// opened is an error (masked), and the run goes on without it, unless
 /// required.
-pub fn open_store(plan: &Plan) -> Result<Option<Box<dyn Store>>, String> {
+pub fn open_store(plan: &Plan) -> Result<Option<Box<dyn Store + Send>>, String> {
     // Short, and never more than a fraction of the budget; after its first
     // failure a run stops using the store, so that is all it can cost.
     let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
-    let store: std::io::Result<Box<dyn Store>> = match &plan.state {
+    let store: std::io::Result<Box<dyn Store + Send>> = match &plan.state {
         None => return Ok(None),
         Some(Backend::Files(dir)) => FileStore::open(dir, timeout)
-            .map(|s| Box::new(s) as Box<dyn Store>)
+            .map(|s| Box::new(s) as Box<dyn Store + Send>)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
         Some(Backend::Redis(url)) => {
-            RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store>)
+            RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store + Send>)
         }
     };
     store

@@ -44,7 +44,7 @@ pub struct Cli {
     /// The URL to request; without a scheme, http:// is assumed (as curl does).
     #[arg(
         value_name = "URL",
-        required_unless_present = "batch",
+        required_unless_present_any = ["batch", "generate"],
         conflicts_with = "batch"
     )]
     pub url: Option<String>,

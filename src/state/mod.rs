@@ -340,12 +340,6 @@ impl Shared {
         }
     }
 
-    /// The store, back from a request that is done with it, for the next
-    /// one (a batch opens its store once, not once per item).
-    pub fn into_store(self) -> Box<dyn Store> {
-        self.store
-    }
-
     pub fn take_notes(&self) -> Vec<String> {
         let mut notes = self.store.take_notes();
         notes.append(&mut self.notes.borrow_mut());

@@ -28,8 +28,8 @@ impl Slot {
 
 /// Every time in the scope state comes from the store's own clock (the
 /// `Millis` handed to readers and to `change`), so that all processes sharing
-/// a store agree on it. `Send`, so that a batch's worker threads each hold one.
-pub trait Store: Send {
+/// a store agree on it.
+pub trait Store {
     /// The scope's record as last written (an unreadable one reads as empty),
     /// and the store's time; an error when the store cannot be reached.
     fn read(&self, scope: &str) -> io::Result<(ScopeState, Millis)>;
