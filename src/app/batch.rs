@@ -22,6 +22,7 @@ use crate::batch::template::Template;
 use crate::cli::Cli;
 use crate::edge::cancel::Cancel;
 use crate::edge::http::{Body, Http, Request};
+use crate::edge::sink::Sink;
 use crate::exit::Kind;
 use crate::plan::{self, OutcomeTo, Overrides, Plan};
 use crate::report::audit::Audit;
@@ -52,6 +53,9 @@ struct Batch<'a> {
     cancel: Cancel,
     /// One `--log` per worker, opened before anything is sent.
     audits: Vec<Option<Audit>>,
+    /// `/dev/null`, opened once: where the bodies of items without a file go,
+    /// read to their end so that each connection goes back to the pool.
+    null: File,
     /// The scope store, opened with the first item's plan (or why not).
     store: OnceLock<Result<Option<Turns>, String>>,
 }
@@ -231,6 +235,10 @@ impl<'a> Batch<'a> {
             cancel,
             audits,
             store: OnceLock::new(),
+            null: File::options()
+                .write(true)
+                .open("/dev/null")
+                .map_err(|e| format!("cannot open /dev/null: {e}"))?,
         })
     }
 
@@ -330,12 +338,11 @@ impl<'a> Batch<'a> {
             Ok(plan) => plan,
             Err(message) => return (bad_line(id, item.line, &message), held),
         };
-        plan.output = Some(match (item.output, &self.template) {
-            (Some(output), _) => PathBuf::from(output),
-            (None, Some(template)) => template.path(&id, n),
-            // Read to its end, so that the connection goes back to the pool.
-            (None, None) => PathBuf::from("/dev/null"),
-        });
+        plan.output = match (item.output, &self.template) {
+            (Some(output), _) => Some(PathBuf::from(output)),
+            (None, Some(template)) => Some(template.path(&id, n)),
+            (None, None) => None,
+        };
         if let Some(prefix) = &self.cli.agent.task {
             plan.task = Some(format!("{prefix}:{id}"));
         }
@@ -389,7 +396,14 @@ impl<'a> Batch<'a> {
             return Ok(Record::unsent(ending));
         }
         let mut transport = session.transport(plan, Some(&self.http))?;
-        let mut sink = session.sink(plan)?;
+        let mut sink = match &plan.output {
+            Some(_) => session.sink(plan)?,
+            None => Sink::Direct {
+                file: self.null.try_clone().map_err(|e| format!("/dev/null: {e}"))?,
+                written: 0,
+                head: None,
+            },
+        };
         let guard = session.guard(plan);
         let record = session.run(plan, guard, &mut transport, &mut sink);
         Ok(session.settle(plan, record, sink).record)

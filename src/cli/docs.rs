@@ -15,7 +15,7 @@ use crate::exit::Kind;
 
 /// The outcome line's fields in order, with what each means; a test checks
 /// them against a real outcome line, so the man page cannot drift from it.
-pub const OUTCOME_FIELDS: [(&str, &str); 18] = [
+pub const OUTCOME_FIELDS: [(&str, &str); 19] = [
     (
         "outcome",
         "SUCCEEDED, NON_RETRYABLE, RETRY_EXHAUSTED, BUDGET_EXHAUSTED, CIRCUIT_OPEN, \
@@ -68,6 +68,10 @@ pub const OUTCOME_FIELDS: [(&str, &str); 18] = [
         "resumed_bytes",
         "bytes of the body not downloaded again: kept from an attempt whose body broke off \
          (or from -C -) and continued with a range request.",
+    ),
+    (
+        "id",
+        "in a --batch only: the item's id (its own, else its line number).",
     ),
 ];
 
