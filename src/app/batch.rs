@@ -399,7 +399,10 @@ impl<'a> Batch<'a> {
         let mut sink = match &plan.output {
             Some(_) => session.sink(plan)?,
             None => Sink::Direct {
-                file: self.null.try_clone().map_err(|e| format!("/dev/null: {e}"))?,
+                file: self
+                    .null
+                    .try_clone()
+                    .map_err(|e| format!("/dev/null: {e}"))?,
                 written: 0,
                 head: None,
             },

@@ -62,10 +62,10 @@ pub fn quota<'a>(
 
 /// Orders quotas tightest first.
 fn tighter(a: &Quota, b: &Quota) -> Ordering {
-    let left = |q: &Quota| match (q.remaining, q.reset.as_secs_f64()) {
-        (0, _) => 0.0,
-        (_, t) if t == 0.0 => f64::INFINITY,
-        (r, t) => r as f64 / t,
+    let left = |q: &Quota| match q.remaining {
+        0 => 0.0,
+        _ if q.reset.is_zero() => f64::INFINITY,
+        r => r as f64 / q.reset.as_secs_f64(),
     };
     left(a)
         .total_cmp(&left(b))
