@@ -729,6 +729,11 @@ pub fn command() -> clap::Command {
         .map(|(what, how)| format!("  # {what}\n{}", indent(how)))
         .collect();
     Cli::command()
+        // One URL, or a batch: clap would write `[URL]`, since --batch
+        // makes it optional.
+        .override_usage(
+            "abide [OPTIONS] <URL>\n       abide [OPTIONS] --batch <FILE>\n       abide <COMMAND>",
+        )
         // So that `--budget -1s` reaches the parser, which says why it is
         // refused, instead of reading as an unknown flag `-1`.
         .mut_args(|arg| {
