@@ -345,3 +345,42 @@ fn rate_auto_converges_on_a_servers_fixed_rate() {
         run.stderr
     );
 }
+
+#[test]
+fn a_task_prefix_keeps_one_key_per_item_across_reruns() {
+    let lab = scripted(vec![Step::new(200)]);
+    let dir = temp_dir("batch-task");
+    let lines: Vec<String> = (1..=3).map(|n| format!("{}/{n}", lab.url())).collect();
+    let batch = write_batch(&dir, &lines);
+    let state = Backend::files("batch-task-state");
+    let args = [
+        "--batch",
+        &batch,
+        "-X",
+        "POST",
+        "--idempotency-key",
+        "auto",
+        "--task",
+        "import",
+    ];
+    for _ in 0..2 {
+        let run = finish(state.abide(&args), b"");
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let key = |r: &abide::lab::Record| {
+        let key = r
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"));
+        (r.path.clone(), key.unwrap().1.clone())
+    };
+    let mut keys: Vec<(String, String)> = lab.records().iter().map(key).collect();
+    keys.sort();
+    keys.dedup();
+    // Each item kept its key on the rerun, and no two items share one.
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    let mut distinct: Vec<&String> = keys.iter().map(|(_, k)| k).collect();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "{keys:?}");
+}
