@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
 use crate::batch::input::{Item, Line as BatchLine, Lines};
 use crate::batch::journal::Journal;
@@ -483,10 +483,17 @@ fn count_items(mut reader: impl BufRead) -> io::Result<u64> {
 /// the 429s so far, and the time left.
 fn bar(total: Option<u64>) -> ProgressBar {
     let template = match total {
-        Some(_) => "{spinner} {pos}/{len} items · {per_sec} · {msg} · {eta} left",
-        None => "{spinner} {pos} items · {per_sec} · {msg}",
+        Some(_) => "{spinner} {pos}/{len} items · {rate} · {msg} · {eta} left",
+        None => "{spinner} {pos} items · {rate} · {msg}",
     };
-    let style = ProgressStyle::with_template(template).expect("the batch template is valid");
+    let style = ProgressStyle::with_template(template)
+        .expect("the batch template is valid")
+        .with_key(
+            "rate",
+            |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = write!(out, "{:.1}/s", state.per_sec());
+            },
+        );
     let bar = ProgressBar::with_draw_target(total, progress::stderr())
         .with_style(style)
         .with_message("0 answered 429");
