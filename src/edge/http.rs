@@ -246,6 +246,8 @@ impl Http {
 
 /// Redirects followed at most, per attempt, with -L.
 const MAX_REDIRECTS: usize = 10;
+/// The most of a redirect's body read to keep its connection.
+const REDIRECT_BODY: u64 = 64 * 1024;
 
 /// One attempt, start to response head, on the attempt's own thread; with
 /// -L, through its redirects as curl follows them: 307 and 308 re-send the
@@ -311,6 +313,10 @@ fn attempt(
             }
             std::thread::sleep(wait.delay);
         }
+        // Read to its end, so that its connection goes back to the pool for
+        // the next hop; a body larger than a redirect's is dropped with it.
+        let drain = response.into_body().into_reader().take(REDIRECT_BODY);
+        let _ = io::copy(&mut { drain }, &mut io::sink());
         acted_on |= !matches!(status, 307 | 308);
         hop = redirected(hop, status, next);
     }

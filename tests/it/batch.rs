@@ -43,6 +43,13 @@ fn write_batch(dir: &std::path::Path, lines: &[String]) -> String {
 /// `status` gives for its head; counts connections (`Raw::accepted`) and
 /// requests (the second value).
 fn keep_alive(status: impl Fn(&str) -> u16 + Send + Sync + 'static) -> (Raw, Arc<AtomicUsize>) {
+    answering(move |head| (status(head), String::new()))
+}
+
+/// As [`keep_alive`], with the status and extra header lines `answer` gives.
+fn answering(
+    answer: impl Fn(&str) -> (u16, String) + Send + Sync + 'static,
+) -> (Raw, Arc<AtomicUsize>) {
     let requests = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&requests);
     let server = raw(move |stream: TcpStream| {
@@ -52,13 +59,13 @@ fn keep_alive(status: impl Fn(&str) -> u16 + Send + Sync + 'static) -> (Raw, Arc
                 return;
             }
             counted.fetch_add(1, SeqCst);
-            let code = status(&head);
+            let (code, extra) = answer(&head);
             let answer = format!(
-                "HTTP/1.1 {code} {}\r\nContent-Length: 2\r\n\r\nok",
-                if code == 200 {
-                    "OK"
-                } else {
-                    "Too Many Requests"
+                "HTTP/1.1 {code} {}\r\n{extra}Content-Length: 2\r\n\r\nok",
+                match code {
+                    200 => "OK",
+                    302 => "Found",
+                    _ => "Too Many Requests",
                 }
             );
             if (&stream).write_all(answer.as_bytes()).is_err() {
@@ -180,6 +187,39 @@ fn connections_are_reused() {
     let connections = server.accepted();
     assert!(
         (1..=4).contains(&connections),
+        "60 requests over {connections} connections"
+    );
+}
+
+#[test]
+fn connections_are_reused_through_redirects() {
+    let (server, requests) = answering(|head| match head.split_whitespace().nth(1) {
+        Some(path) if path.starts_with("/from/") => (
+            302,
+            format!("Location: /to/{}\r\n", &path["/from/".len()..]),
+        ),
+        _ => (200, String::new()),
+    });
+    let dir = temp_dir("batch-redirects");
+    let lines: Vec<String> = (0..30)
+        .map(|n| format!("{}/from/{n}", server.url()))
+        .collect();
+    let batch = write_batch(&dir, &lines);
+    let run = finish(
+        Backend::files("batch-redirects-state").abide(&[
+            "--batch",
+            &batch,
+            "--parallel",
+            "2",
+            "-L",
+        ]),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(requests.load(SeqCst), 60);
+    let connections = server.accepted();
+    assert!(
+        (1..=2).contains(&connections),
         "60 requests over {connections} connections"
     );
 }
