@@ -68,7 +68,7 @@ _abide() {
 
     case "${cmd}" in
         abide)
-            opts="-K -X -H -d -G -F -T -L -u -A -e -x -k -m -o -O -J -C -N -i -D -w -I -s -f -S -v -b -j -c -4 -6 -U -p -E -n -y -Y -h -V --url --config --generate --request --header --data --data-ascii --data-raw --data-binary --data-urlencode --get --form --form-string --upload-file --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --retry-budget --max-delayed --policy --output --remote-name-all --remote-name --remote-header-name --output-dir --create-dirs --clobber --no-clobber --fail-with-body --remove-on-error --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --task-attempts --check --id-pointer --escalate --cookie --junk-session-cookies --cookie-jar --ipv4 --ipv6 --resolve --connect-to --unix-socket --location-trusted --max-redirs --proxy-user --proxytunnel --noproxy --cert --key --netrc --netrc-file --netrc-optional --speed-time --speed-limit --limit-rate --retry-delay --retry-all-errors --help --version lab demo mcp state help"
+            opts="-K -X -H -d -G -F -T -L -u -A -e -x -k -m -o -O -J -C -N -i -D -w -I -s -f -S -v -b -j -c -4 -6 -U -p -E -n -y -Y -h -V --url --config --generate --request --header --data --data-ascii --data-raw --data-binary --data-urlencode --get --form --form-string --upload-file --json --location --user --user-agent --referer --oauth2-bearer --http1.1 --http2 --http3 --proxy --insecure --cacert --ca-native --connect-timeout --max-time --stall --compressed --max-ratio --attempts --retry --retry-connrefused --budget --max-wait --retry-on --floor --jitter --backoff --backoff-max --idempotency-key --idempotent --scope --state-dir --no-state --state --state-required --rate --max-concurrent --breaker --breaker-cooldown --retry-budget --max-delayed --policy --output --remote-name-all --remote-name --remote-header-name --output-dir --create-dirs --clobber --no-clobber --fail-with-body --remove-on-error --continue-at --no-buffer --include --dump-header --write-out --head --outcome --silent --fail --show-error --verbose --log --agent --max-body --require --no-progress --task --task-ttl --task-attempts --check --id-pointer --escalate --cookie --junk-session-cookies --cookie-jar --ipv4 --ipv6 --resolve --connect-to --unix-socket --location-trusted --max-redirs --proxy-user --proxytunnel --noproxy --cert --key --netrc --netrc-file --netrc-optional --speed-time --speed-limit --limit-rate --retry-delay --retry-all-errors --batch --parallel --journal --help --version lab demo mcp state help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -455,6 +455,18 @@ _abide() {
                     return 0
                     ;;
                 --retry-delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --journal)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

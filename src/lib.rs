@@ -16,9 +16,12 @@
 //! - [`state`]: the shared scope state over a `Store` (files or Redis).
 //! - `report`: what people, scripts and agents read (outcome line, `-v`,
 //!   progress, agent object, audit log).
+//! - [`batch`]: `--batch`'s pieces without network or scope (lines,
+//!   journal, `-o TEMPLATE`, summary).
 //! - [`cli`], `plan`: from flags to a plan; [`app`]: the wiring, with
-//!   `app::session` (one request's steps, for any front end), `abide mcp`
-//!   and `abide demo`; [`lab`]: the test server.
+//!   `app::session` (one request's steps, for any front end), `app::batch`
+//!   (the worker pool that drives them for a batch), `abide mcp` and
+//!   `abide demo`; [`lab`]: the test server.
 pub mod app;
 pub mod batch;
 pub mod cli;

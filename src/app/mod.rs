@@ -1,6 +1,7 @@
 //! The imperative shell: parse, dispatch, run the loop with the real clock,
 //! transport and sinks, write the outcome line, exit with its code.
 
+mod batch;
 pub mod demo;
 pub mod mcp;
 pub(crate) mod session;
@@ -190,7 +191,8 @@ pub(crate) fn print_object(object: &AgentObject) {
     let _ = std::io::stdout().write_all(line.as_bytes());
 }
 
-/// Runs the request; how it ended, once everything it held is released.
+/// Runs the request (or the batch); how it ended, once everything it held
+/// is released.
 fn fetch(cli: &Cli) -> Kind {
     let agent = cli.agent.agent;
     let face = Face {
@@ -198,6 +200,9 @@ fn fetch(cli: &Cli) -> Kind {
         verbose: cli.output.verbose && !agent,
         silent: cli.output.silent,
     };
+    if cli.batch.batch.is_some() {
+        return batch::run(cli, face);
+    }
     let mut plan = match plan::plan(cli, &mut std::io::stdin().lock()) {
         Ok(plan) => plan,
         Err(message) => return usage(&message, agent),

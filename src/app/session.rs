@@ -43,6 +43,13 @@ pub struct Face {
 /// The longest a state store may take to connect or answer.
 const STATE_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// What a batch's worker holds from one item to the next.
+pub struct Held {
+    pub cancel: Cancel,
+    pub audit: Option<Audit>,
+    pub state_failure: Option<String>,
+}
+
 /// What one request holds from opening to its outcome.
 pub struct Session {
     face: Face,
@@ -63,6 +70,8 @@ pub struct Session {
     check: Option<(RefCell<Http>, String)>,
     /// The `--log` has its start entry.
     started: bool,
+    /// The batch item this request is, if it is one.
+    item: Option<String>,
 }
 
 /// A run whose body is in place (or discarded): what is left to report.
@@ -130,7 +139,13 @@ impl Session {
         {
             eprintln!("abide: warning: cannot watch for signals: {e}");
         }
-        let (shared, state_failure) = open_shared(plan);
+        let (shared, state_failure) = match open_store(plan) {
+            Ok(store) => (
+                store.map(|store| shared(plan, store as Box<dyn Store>)),
+                None,
+            ),
+            Err(e) => (None, Some(e)),
+        };
         Ok(Session {
             face,
             audit,
@@ -142,7 +157,49 @@ impl Session {
             task_operation: None,
             check: None,
             started: false,
+            item: None,
         })
+    }
+
+    /// Batch item `id`'s request, with what its batch holds once for all of
+    /// them (the signal watch, a worker's `--log`, why the scope store could
+    /// not be used) and a handle on the batch's scope store: no file is
+    /// opened here. Its progress is the batch's bar; its `-v` lines carry
+    /// the id.
+    pub fn for_item(
+        plan: &Plan,
+        id: &str,
+        face: Face,
+        held: Held,
+        store: Option<Box<dyn Store>>,
+    ) -> Session {
+        let mut audit = held.audit;
+        if let Some(audit) = &mut audit {
+            audit.next_run(&plan.scope, plan.task.as_deref());
+        }
+        Session {
+            face,
+            audit,
+            cancel: held.cancel,
+            shared: store.map(|store| shared(plan, store)),
+            state_failure: held.state_failure,
+            item: Some(id.to_string()),
+            fingerprint: OnceCell::new(),
+            task_sent: 0,
+            task_operation: None,
+            check: None,
+            started: false,
+        }
+    }
+
+    /// What a batch item's request held, back for the next item (a store
+    /// that failed is not asked again: its failure is held).
+    pub fn into_held(self) -> Held {
+        Held {
+            cancel: self.cancel,
+            audit: self.audit,
+            state_failure: self.state_failure,
+        }
     }
 
     /// The run's first `--log` entry, once: what it is about to send, with
@@ -367,8 +424,12 @@ impl Session {
             request_head(plan),
             plan.output.is_some(),
             self.face.verbose,
-            progress::on_terminal(self.face.silent || self.face.agent),
+            progress::on_terminal(self.face.silent || self.face.agent || self.item.is_some()),
         );
+        let progress = match &self.item {
+            Some(id) => progress.tagged(id),
+            None => progress,
+        };
         let audit = &mut self.audit;
         let setting = Setting {
             context: &plan.context(),
@@ -429,7 +490,8 @@ impl Session {
             }
         }
         if let Some(e) = &self.state_failure {
-            if !self.face.agent && !plan.state_required {
+            // A batch says it once, not once per item.
+            if !self.face.agent && !plan.state_required && self.item.is_none() {
                 eprintln!(
                     "abide: warning: the shared state is unavailable ({e}); going on without it"
                 );
@@ -516,6 +578,7 @@ impl Session {
             line.reason.push_str(&first.unwrap_or_default());
             line.reason.push_str(chars.as_str());
         }
+        line.id = self.item.clone();
         if let Some(audit) = &mut self.audit {
             audit.write(&Entry::Outcome(&line));
             if let Some(e) = audit.take_error()
@@ -638,34 +701,41 @@ fn agent_keeps(plan: &Plan) -> u64 {
     plan.max_body + plan.redactor.reach() as u64
 }
 
-/// Opens the scope state the plan asks for. A store that cannot be opened is
-/// reported (second value) and the run goes on without it, unless required.
-fn open_shared(plan: &Plan) -> (Option<Shared>, Option<String>) {
+/// Opens the scope store the plan asks for, if any. A store that cannot be
+/// opened is an error (masked), and the run goes on without it, unless
+/// required.
+pub fn open_store(plan: &Plan) -> Result<Option<Box<dyn Store + Send>>, String> {
     // Short, and never more than a fraction of the budget; after its first
     // failure a run stops using the store, so that is all it can cost.
     let timeout = STATE_TIMEOUT.min(plan.policy.budget / 4);
-    let store: std::io::Result<Box<dyn Store>> = match &plan.state {
-        None => return (None, None),
+    let store: std::io::Result<Box<dyn Store + Send>> = match &plan.state {
+        None => return Ok(None),
         Some(Backend::Files(dir)) => FileStore::open(dir, timeout)
-            .map(|s| Box::new(s) as Box<dyn Store>)
+            .map(|s| Box::new(s) as Box<dyn Store + Send>)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
         Some(Backend::Redis(url)) => {
-            RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store>)
+            RedisStore::connect(url, timeout).map(|s| Box::new(s) as Box<dyn Store + Send>)
         }
     };
-    match store {
-        Ok(store) => {
-            let shared = Shared::new(
-                store,
-                plan.scope.clone(),
-                plan::endpoint(&plan.request),
-                plan.scope_policy,
-                plan.max_concurrent,
-                plan.state_required,
-            );
-            (Some(shared), None)
-        }
-        Err(e) => (None, Some(plan.redactor.text(&e.to_string()))),
+    store
+        .map(Some)
+        .map_err(|e| plan.redactor.text(&e.to_string()))
+}
+
+/// The plan's scope, in `store`.
+fn shared(plan: &Plan, store: Box<dyn Store>) -> Shared {
+    let shared = Shared::new(
+        store,
+        plan.scope.clone(),
+        plan::endpoint(&plan.request),
+        plan.scope_policy,
+        plan.max_concurrent,
+        plan.state_required,
+    );
+    if plan.rate_auto {
+        shared.learning_pace()
+    } else {
+        shared
     }
 }
 

@@ -15,7 +15,7 @@ use crate::exit::Kind;
 
 /// The outcome line's fields in order, with what each means; a test checks
 /// them against a real outcome line, so the man page cannot drift from it.
-pub const OUTCOME_FIELDS: [(&str, &str); 20] = [
+pub const OUTCOME_FIELDS: [(&str, &str); 21] = [
     (
         "outcome",
         "SUCCEEDED, NON_RETRYABLE, RETRY_EXHAUSTED, BUDGET_EXHAUSTED, CIRCUIT_OPEN, \
@@ -77,6 +77,10 @@ pub const OUTCOME_FIELDS: [(&str, &str); 20] = [
         "operation_id",
         "the provider's id of what the write created (a 201's Location, or --id-pointer), \
          from this run or kept by its --task; else null.",
+    ),
+    (
+        "id",
+        "in a --batch only: the item's id (its own, else its line number).",
     ),
 ];
 

@@ -26,6 +26,7 @@ const POLICY: &str = "Retry policy";
 const SCOPE: &str = "Scope (shared by every process on this machine)";
 const OUTPUT: &str = "Output";
 const AGENT: &str = "Agents and response contracts";
+const BATCH: &str = "Batch (many requests in one process)";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -49,11 +50,15 @@ pub struct Cli {
     pub command: Option<Command>,
 
     /// The URL to request; without a scheme, http:// is assumed (as curl does).
-    #[arg(value_name = "URL", required = true)]
+    #[arg(
+        value_name = "URL",
+        required_unless_present_any = ["batch", "generate", "url_flag"],
+        conflicts_with = "batch"
+    )]
     pub url: Option<String>,
 
     /// The URL, as a flag (curl's --url, as a config file writes it).
-    #[arg(long = "url", value_name = "URL", conflicts_with = "url")]
+    #[arg(long = "url", value_name = "URL", conflicts_with_all = ["url", "batch"])]
     pub url_flag: Option<String>,
 
     /// curl's -K: read more flags from FILE, one a line, as curl writes them
@@ -85,6 +90,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub net: net::NetArgs,
+
+    #[command(flatten)]
+    pub batch: BatchArgs,
 }
 
 impl Cli {
@@ -382,9 +390,13 @@ pub struct ScopeArgs {
 
     /// Client-side pacing shared by every process of the scope, N/UNIT
     /// (5/s, 100/m, 1000/h): no burst beyond it even when many start at once.
-    /// Kept in the scope state: refused with --no-state.
-    #[arg(long, value_name = "N/UNIT", env = "ABIDE_RATE", value_parser = parse_rate)]
-    pub rate: Option<Rate>,
+    /// "auto" learns the fastest pace the server accepts from its answers
+    /// (start at 5/s, speed up while they succeed, cut by 0.7 on a 429 or a
+    /// used-up RateLimit quota, spend a quota the server states evenly), and
+    /// shares it with every process of the scope. Kept in the scope state:
+    /// refused with --no-state.
+    #[arg(long, value_name = "N/UNIT|auto", env = "ABIDE_RATE", value_parser = parse_rate_flag)]
+    pub rate: Option<RateFlag>,
 
     /// At most N requests of the scope in flight across all processes;
     /// waiting for a slot counts against the budget. Refused with --no-state.
@@ -715,6 +727,43 @@ pub struct Data {
     pub value: String,
 }
 
+#[derive(Args, Debug, Default)]
+#[command(next_help_heading = BATCH)]
+pub struct BatchArgs {
+    /// Send every request of FILE ("-" is stdin) instead of one URL: a line is
+    /// a URL, or a JSON object {"id", "url", "method", "headers": {"Name":
+    /// "value"}, "json" or "data", "output"} where every field but url is
+    /// optional (id defaults to the line number). The flags apply to every
+    /// item; an item's fields override them. One outcome line per item, with
+    /// its "id", goes to stdout as it ends (or to --outcome PATH); bodies go
+    /// to the item's output, to -o TEMPLATE ({id}, {n}), or nowhere. A bad
+    /// line is its own USAGE_ERROR and the batch goes on. The summary goes to
+    /// stderr; the exit code is 0 when every item succeeded, else that of the
+    /// worst outcome (see the README). --task ID makes ID:{id} per item.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["agent", "write_out", "continue_at", "dump_header"])]
+    pub batch: Option<PathBuf>,
+
+    /// With --batch: requests in flight at once in this process (each over
+    /// a kept-alive connection), still under --max-concurrent, --rate and the
+    /// scope gate shared with every other process [default: 4].
+    #[arg(long, value_name = "N", requires = "batch",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub parallel: Option<u16>,
+
+    /// With --batch: write down every item that ended (any outcome but a
+    /// cancellation) in FILE, on the disk as it ends; a rerun with the same
+    /// FILE skips those items, so a batch killed halfway resumes where it was.
+    #[arg(long, value_name = "FILE", requires = "batch")]
+    pub journal: Option<PathBuf>,
+}
+
+impl BatchArgs {
+    /// `--parallel`, or its default.
+    pub fn parallel(&self) -> u16 {
+        self.parallel.unwrap_or(4)
+    }
+}
+
 /// A `-H` header: `None` as the value removes a default header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
@@ -729,6 +778,20 @@ pub struct StatusList(pub Vec<u16>);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
     pub interval: Duration,
+}
+
+/// `--rate`: a fixed pace, or one learned from the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateFlag {
+    Fixed(Rate),
+    Auto,
+}
+
+fn parse_rate_flag(text: &str) -> Result<RateFlag, String> {
+    match text.trim() {
+        "auto" => Ok(RateFlag::Auto),
+        _ => parse_rate(text).map(RateFlag::Fixed),
+    }
 }
 
 pub(crate) fn parse_rate(text: &str) -> Result<Rate, String> {
@@ -767,7 +830,7 @@ fn parse_max_body(text: &str) -> Result<u64, String> {
     Ok(size)
 }
 
-fn parse_method(text: &str) -> Result<String, String> {
+pub(crate) fn parse_method(text: &str) -> Result<String, String> {
     if !text.is_empty() && text.bytes().all(is_token_byte) {
         Ok(text.to_string())
     } else {
@@ -958,6 +1021,11 @@ pub fn command() -> clap::Command {
         .map(|(what, how)| format!("  # {what}\n{}", indent(how)))
         .collect();
     Cli::command()
+        // One URL, or a batch: clap would write `[URL]`, since --batch
+        // makes it optional.
+        .override_usage(
+            "abide [OPTIONS] <URL>\n       abide [OPTIONS] --batch <FILE>\n       abide <COMMAND>",
+        )
         // So that `--budget -1s` reaches the parser, which says why it is
         // refused, instead of reading as an unknown flag `-1`.
         .mut_args(|arg| {

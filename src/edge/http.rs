@@ -73,6 +73,9 @@ pub struct Settings {
     /// curl's connection flags: cookies, where names connect, client
     /// certificate, .netrc, pace.
     pub net: Net,
+    /// Requests in flight at once (a batch's `--parallel`): as many
+    /// connections are kept alive per host, beyond ureq's 3 idle (10 in all).
+    pub parallel: usize,
 }
 
 /// Time limits for one attempt.
@@ -200,7 +203,9 @@ impl Http {
             // The plan adds these itself, so that -H "Name:" can remove them.
             .user_agent(ureq::config::AutoHeaderValue::None)
             .accept(ureq::config::AutoHeaderValue::None)
-            .accept_encoding(ureq::config::AutoHeaderValue::None);
+            .accept_encoding(ureq::config::AutoHeaderValue::None)
+            .max_idle_connections_per_host(settings.parallel.max(3))
+            .max_idle_connections(settings.parallel.max(10));
         let net = &settings.net;
         if let Some(proxy) = &settings.proxy {
             let proxy = match &net.proxy_user {
@@ -277,6 +282,7 @@ impl Http {
 
     /// The same client, and so the same connection pool, for another
     /// request: one process may send many requests over it, on threads.
+    /// An interruption cuts them all, as it shuts the pool down.
     pub fn for_request(&self, request: Request) -> Http {
         Http {
             agent: self.agent.clone(),
@@ -286,7 +292,7 @@ impl Http {
             jar: self.jar.clone(),
             net: Arc::clone(&self.net),
             request: Arc::new(request),
-            interrupted: Arc::default(),
+            interrupted: Arc::clone(&self.interrupted),
         }
     }
 
@@ -371,6 +377,9 @@ impl Hops<'_> {
     }
 }
 
+/// The most of a redirect's body read to keep its connection.
+const REDIRECT_BODY: u64 = 64 * 1024;
+
 /// One attempt, start to response head, on the attempt's own thread; with
 /// -L, through its redirects as curl follows them: 307 and 308 re-send the
 /// method and body; 303, and 301 or 302 after a POST, turn it into a body-less
@@ -451,6 +460,10 @@ fn attempt(
             }
             std::thread::sleep(wait.delay);
         }
+        // Read to its end, so that its connection goes back to the pool for
+        // the next hop; a body larger than a redirect's is dropped with it.
+        let drain = response.into_body().into_reader().take(REDIRECT_BODY);
+        let _ = io::copy(&mut { drain }, &mut io::sink());
         acted_on |= !matches!(status, 307 | 308);
         hop = redirected(hop, status, next, hops.net.location_trusted);
         followed += 1;

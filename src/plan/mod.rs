@@ -21,8 +21,9 @@ use ureq::http::header::{
 };
 use ureq::http::{HeaderMap, HeaderName, HeaderValue};
 
+pub use crate::batch::input::Body as ItemBody;
 pub use crate::cli::OutcomeTo;
-use crate::cli::{Cli, Header, KeyChoice};
+use crate::cli::{Cli, Header, KeyChoice, RateFlag};
 use crate::edge::http::{Body, Request, Settings};
 use crate::edge::sink::{Clobber, FileOptions};
 use crate::plan::body::{Payload, Spooled};
@@ -81,6 +82,8 @@ pub struct Plan {
     pub max_concurrent: Option<u32>,
     /// What `--policy` overruled, one sentence each, for the outcome's reason.
     pub overruled: Vec<String>,
+    /// `--rate auto`: the scope's pace is learned from its answers.
+    pub rate_auto: bool,
     pub max_body: u64,
     pub require: Vec<String>,
     /// Refuse a request after this many identical failures in a row; 0 is off.
@@ -239,8 +242,28 @@ pub fn fingerprint(request: &Request) -> std::io::Result<String> {
     Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// What a batch item sets over the command line's request flags.
+#[derive(Debug, Default)]
+pub struct Overrides {
+    pub url: Option<String>,
+    pub method: Option<String>,
+    /// After the `-H` headers: a name given again replaces the flag's.
+    pub headers: Vec<(String, String)>,
+    /// Instead of the command line's body flags.
+    pub body: Option<ItemBody>,
+}
+
 pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
+    plan_with(cli, &Overrides::default(), stdin)
+}
+
+/// The plan of the command line with `overrides` over its request flags.
+pub fn plan_with(cli: &Cli, overrides: &Overrides, stdin: &mut dyn Read) -> Result<Plan, String> {
     let r = &cli.request;
+    // clap lets them by with a URL, which conflicts with --batch.
+    if cli.batch.batch.is_none() && (cli.batch.parallel.is_some() || cli.batch.journal.is_some()) {
+        return Err("--parallel and --journal go with --batch FILE".into());
+    }
     if r.http2 || r.http3 {
         let version = if r.http3 { "--http3" } else { "--http2" };
         return Err(format!(
@@ -248,10 +271,17 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         ));
     }
     let mut redactor = Redactor::default();
-    let payload = body::resolve(cli, stdin)?;
-    let target = Target::parse(&url(cli, &payload))?;
-    let method = method(cli, &payload)?;
-    let headers = headers(cli, &target, &payload, &mut redactor)?;
+    let payload = match &overrides.body {
+        Some(item) => item_payload(item),
+        None => body::resolve(cli, stdin)?,
+    };
+    let typed = overrides.url.as_deref().unwrap_or(cli.url());
+    let target = Target::parse(&url(typed, &payload))?;
+    let method = match &overrides.method {
+        Some(method) => crate::cli::parse_method(method)?,
+        None => method(cli, &payload)?,
+    };
+    let headers = headers(cli, overrides, &target, &payload, &mut redactor)?;
     let out = output(cli)?;
     // What is actually sent decides: a key removed with -H is no key.
     let keyed = cli.policy.idempotent || headers.contains_key(IDEMPOTENCY_KEY);
@@ -282,7 +312,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     // A range of the user's own, or a body held whole for --require, is
     // never continued.
     let resumable = method == "GET" && a.require.is_empty() && !headers.contains_key(RANGE);
-    let net = net::settings(cli, &target.url, &mut redactor)?;
+    let settings = settings(cli, &target.url, &mut redactor)?;
     Ok(Plan {
         scope,
         request: Request {
@@ -291,16 +321,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
             headers,
             body: payload.body,
         },
-        settings: Settings {
-            follow_redirects: r.location,
-            proxy: r.proxy.clone(),
-            insecure: r.insecure,
-            cacert: r.cacert.clone(),
-            compressed: r.compressed,
-            max_ratio: r.max_ratio,
-            ca_native: r.ca_native,
-            net,
-        },
+        settings,
         policy,
         replay,
         max_time: r.max_time,
@@ -322,6 +343,7 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
         scope_policy,
         max_concurrent: governed.max_concurrent,
         overruled,
+        rate_auto: sc.rate == Some(RateFlag::Auto),
         max_body: a.max_body,
         require: a.require.iter().map(|p| p.0.clone()).collect(),
         no_progress: a.no_progress.unwrap_or(if a.agent { 3 } else { 0 }),
@@ -336,10 +358,45 @@ pub fn plan(cli: &Cli, stdin: &mut dyn Read) -> Result<Plan, String> {
     })
 }
 
+/// A batch item's own body, in place of the body flags.
+fn item_payload(item: &ItemBody) -> Payload {
+    let (body, content_type) = match item {
+        ItemBody::Json(value) => (value.to_string(), "application/json"),
+        ItemBody::Data(text) => (text.clone(), "application/x-www-form-urlencoded"),
+    };
+    Payload {
+        body: Body::Bytes(body.into_bytes()),
+        content_type: Some(content_type.into()),
+        query: None,
+        upload_name: None,
+        spool: None,
+    }
+}
+
+/// The connection settings: the same for every request of a batch, which
+/// shares one connection pool (made with the settings of no one URL).
+pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Settings, String> {
+    let r = &cli.request;
+    Ok(Settings {
+        follow_redirects: r.location,
+        proxy: r.proxy.clone(),
+        insecure: r.insecure,
+        cacert: r.cacert.clone(),
+        compressed: r.compressed,
+        max_ratio: r.max_ratio,
+        ca_native: r.ca_native,
+        net: net::settings(cli, url, redactor)?,
+        parallel: cli
+            .batch
+            .batch
+            .as_ref()
+            .map_or(1, |_| cli.batch.parallel().into()),
+    })
+}
+
 /// The URL as sent: with -G's query, and -T's file name after a final /
 /// (or as the whole path), as curl builds it.
-fn url(cli: &Cli, payload: &Payload) -> String {
-    let typed = cli.url();
+fn url(typed: &str, payload: &Payload) -> String {
     let (url, fragment) = typed.split_once('#').unwrap_or((typed, ""));
     let mut url = url.to_string();
     if let Some(name) = &payload.upload_name {
@@ -394,6 +451,7 @@ fn method(cli: &Cli, payload: &Payload) -> Result<String, String> {
 /// known to the redactor.
 fn headers(
     cli: &Cli,
+    overrides: &Overrides,
     target: &Target,
     payload: &Payload,
     redactor: &mut Redactor,
@@ -414,11 +472,11 @@ fn headers(
     }
     // As curl sends it; here, not in ureq, so that -H "Accept:" removes it.
     // No Accept-Encoding: curl asks for compression only with --compressed.
-    let accept = if !r.json.is_empty() {
-        "application/json"
-    } else {
-        "*/*"
+    let json = match &overrides.body {
+        Some(item) => matches!(item, ItemBody::Json(_)),
+        None => !r.json.is_empty(),
     };
+    let accept = if json { "application/json" } else { "*/*" };
     set(ACCEPT, accept)?;
     if r.compressed {
         set(ACCEPT_ENCODING, crate::edge::decode::ACCEPTED)?;
@@ -453,11 +511,33 @@ fn headers(
         Some(KeyChoice::Given(key)) => set(key_name, key)?,
         None => {}
     }
+    // As curl sends every -H: the first of a name replaces the default, a
+    // later one adds to it.
+    let given: Vec<Header> = r
+        .headers
+        .iter()
+        .map(|h| crate::cli::parse_header(h))
+        .collect::<Result<_, _>>()?;
+    put(&mut headers, given);
+    // A batch item's headers replace those of their names, -H's too.
+    let mut items = Vec::new();
+    for (name, value) in &overrides.headers {
+        if name.contains(':') {
+            return Err(format!("header `{name}`: a name cannot hold a colon"));
+        }
+        items.push(crate::cli::parse_header(&format!("{name}: {value}"))?);
+    }
+    put(&mut headers, items);
+    learn_secrets(&headers, &target.url, redactor);
+    Ok(headers)
+}
+
+/// Puts `given` into `headers`: the first header of a name replaces what
+/// was there, later ones of that name are added; a header without a value
+/// only removes.
+fn put(headers: &mut HeaderMap, given: Vec<Header>) {
     let mut replaced: Vec<HeaderName> = Vec::new();
-    for given in &r.headers {
-        let Header { name, value } = crate::cli::parse_header(given)?;
-        // The first -H of a name replaces the default; any later one adds
-        // to it, as curl sends every -H.
+    for Header { name, value } in given {
         if !replaced.contains(&name) {
             headers.remove(&name);
             replaced.push(name.clone());
@@ -466,8 +546,6 @@ fn headers(
             headers.append(name, value);
         }
     }
-    learn_secrets(&headers, &target.url, redactor);
-    Ok(headers)
 }
 
 /// Makes the secret-looking header values and query values known to the
@@ -526,7 +604,8 @@ fn output(cli: &Cli) -> Result<Output, String> {
             .filter(|path| path.as_os_str() != "-")
             .map(in_dir)
     };
-    if o.outcome == OutcomeTo::Stdout && file.is_none() {
+    // A batch's bodies never go to stdout.
+    if o.outcome == OutcomeTo::Stdout && file.is_none() && cli.batch.batch.is_none() {
         return Err(
             "--outcome stdout needs -o FILE, else the body and the outcome line would mix".into(),
         );
@@ -600,7 +679,10 @@ fn govern(
         attempts: p.retry.map_or(p.attempts, |retries| retries + 1),
         max_wait: p.max_wait,
         retry_on: p.retry_on.0.clone(),
-        rate_interval: sc.rate.map(|r| r.interval),
+        rate_interval: match sc.rate {
+            Some(RateFlag::Fixed(rate)) => Some(rate.interval),
+            _ => None,
+        },
         max_concurrent: sc.max_concurrent,
         breaker: sc.breaker,
         retry_budget: sc.retry_budget.0,
@@ -994,6 +1076,8 @@ mod tests {
             &["--rate", "5/s", "--no-state", "h"],
             &["--max-concurrent", "2", "--no-state", "h"],
             &["--max-delayed", "2", "--no-state", "h"],
+            &["--parallel", "2", "h"],
+            &["--journal", "j", "h"],
             &["--max-body", "lots", "h"],
             &["--state", "memcached://h", "h"],
             &["--state", "redis://h", "--no-state", "h"],

@@ -230,6 +230,15 @@ impl Audit {
         })
     }
 
+    /// The same file, for the next run (a batch's next item): a run id of
+    /// its own, its scope and its task.
+    pub fn next_run(&mut self, scope: &str, task: Option<&str>) {
+        self.run = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
+        self.scope = scope.to_string();
+        self.task = task.map(str::to_string);
+        self.seq = 0;
+    }
+
     /// Appends one entry.
     pub fn write(&mut self, entry: &Entry) {
         if self.failed.is_some() {

@@ -51,6 +51,9 @@ pub struct Line {
     /// The provider's id for what the write created (a 201's `Location`,
     /// or `--id-pointer`), from this run or kept by its `--task`.
     pub operation_id: Option<String>,
+    /// The item's id, in a `--batch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,6 +120,7 @@ impl Line {
             resumed_bytes: record.resumed,
             reconciled: record.ending == Ending::Decided(StopWhy::Reconciled),
             operation_id: record.operation_id.as_deref().map(mask),
+            id: None,
         }
     }
 
@@ -143,6 +147,7 @@ impl Line {
             resumed_bytes: 0,
             reconciled: false,
             operation_id: None,
+            id: None,
         }
     }
 

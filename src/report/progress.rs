@@ -41,6 +41,8 @@ pub struct Progress {
     /// What `-v` shows of each request, redacted.
     request_head: String,
     verbose: bool,
+    /// Before every `-v` line: a batch item's `[id] `, else nothing.
+    tag: String,
     /// Draw the countdown on stderr.
     screen: bool,
     /// Draw the download bar: on screen, and the body is not going to the
@@ -88,6 +90,7 @@ impl Progress {
             method,
             request_head,
             verbose,
+            tag: String::new(),
             screen,
             body_bar: screen && (to_file || !io::stdout().is_terminal()),
             budget_ends: now + budget,
@@ -98,6 +101,12 @@ impl Progress {
                 shown: None,
             }),
         }
+    }
+
+    /// `-v` lines that say which batch item they are about.
+    pub fn tagged(mut self, id: &str) -> Progress {
+        self.tag = format!("[{id}] ");
+        self
     }
 
     /// Consumes one event of the loop.
@@ -163,7 +172,7 @@ impl Progress {
     /// `< HTTP/1.1 200 OK`), without the blank line that ends it.
     fn head_lines(&self, state: &State, mark: char, head: &str) {
         for line in head.lines().filter(|l| !l.trim().is_empty()) {
-            let line = format!("{mark} {}", line.trim_end_matches('\r'));
+            let line = format!("{}{mark} {}", self.tag, line.trim_end_matches('\r'));
             match (self.verbose, &state.shown) {
                 (false, _) => return,
                 (true, Some(bar)) => bar.suspend(|| eprintln!("{line}")),
@@ -179,8 +188,8 @@ impl Progress {
         }
         let line = line();
         match &state.shown {
-            Some(bar) => bar.suspend(|| eprintln!("abide: {line}")),
-            None => eprintln!("abide: {line}"),
+            Some(bar) => bar.suspend(|| eprintln!("abide: {}{line}", self.tag)),
+            None => eprintln!("abide: {}{line}", self.tag),
         }
     }
 
@@ -304,7 +313,8 @@ impl Read for Metered {
     }
 }
 
-fn stderr() -> ProgressDrawTarget {
+/// stderr for a bar, as every bar of abide draws it.
+pub fn stderr() -> ProgressDrawTarget {
     // indicatif's own refresh rate for stderr.
     ProgressDrawTarget::term_like_with_hz(Box::new(Narrowed(Term::buffered_stderr())), 20)
 }

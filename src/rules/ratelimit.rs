@@ -1,13 +1,16 @@
-//! Rate-limit header fields on any answer, success included: when the
-//! remaining quota is 0, how long until it resets. Reads the IETF draft
+//! Rate-limit header fields on any answer, success included: the requests
+//! left and the time until the quota resets (for `--rate auto`), and so,
+//! when none is left, how long until it resets. Reads the IETF draft
 //! (`RateLimit: "name";r=0;t=30`, and the older `limit=10, remaining=0,
 //! reset=30`), `RateLimit-Remaining`/`RateLimit-Reset`, and the common
 //! `X-RateLimit-Remaining`/`X-RateLimit-Reset` (an epoch timestamp when the
 //! value is large, else seconds). Malformed values are ignored.
 
+use std::cmp::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::rules::delay::MAX_SERVER_DELAY;
+use crate::rules::pace::Quota;
 
 /// Reset values above this are epoch seconds, not a number of seconds to wait
 /// (a billion seconds is 31 years).
@@ -20,6 +23,22 @@ pub fn exhausted_for<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
     now: SystemTime,
 ) -> Option<Duration> {
+    quota(headers, now).and_then(exhausted)
+}
+
+/// How long until a used-up quota resets; `None` while some is left.
+pub fn exhausted(quota: Quota) -> Option<Duration> {
+    (quota.remaining == 0).then(|| quota.reset.min(MAX_SERVER_DELAY))
+}
+
+/// The server's word on its quota, on any answer: the requests left and
+/// the time until it resets. Of several (policies of one field, or fields
+/// of several styles) the tightest counts: the fewest requests per second
+/// left, and of used-up ones the longest reset.
+pub fn quota<'a>(
+    headers: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+    now: SystemTime,
+) -> Option<Quota> {
     let find = |name: &str| {
         headers
             .clone()
@@ -27,21 +46,35 @@ pub fn exhausted_for<'a>(
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.trim())
     };
-    let draft = find("ratelimit").and_then(|v| draft_field(v, now));
     let pair = |remaining: &str, reset: &str| {
         let remaining: u64 = find(remaining)?.parse().ok()?;
         let reset = reset_after(find(reset)?, now)?;
-        (remaining == 0).then_some(reset)
+        Some(Quota { remaining, reset })
     };
-    draft
-        .or_else(|| pair("ratelimit-remaining", "ratelimit-reset"))
-        .or_else(|| pair("x-ratelimit-remaining", "x-ratelimit-reset"))
-        .map(|d| d.min(MAX_SERVER_DELAY))
+    find("ratelimit")
+        .map(|v| draft_field(v, now))
+        .unwrap_or_default()
+        .into_iter()
+        .chain(pair("ratelimit-remaining", "ratelimit-reset"))
+        .chain(pair("x-ratelimit-remaining", "x-ratelimit-reset"))
+        .min_by(tighter)
 }
 
-/// `"name";r=0;t=30` items (comma-separated policies: the longest exhausted
-/// one counts), or the older `limit=10, remaining=0, reset=30` dictionary.
-fn draft_field(value: &str, now: SystemTime) -> Option<Duration> {
+/// Orders quotas tightest first.
+fn tighter(a: &Quota, b: &Quota) -> Ordering {
+    let left = |q: &Quota| match q.remaining {
+        0 => 0.0,
+        _ if q.reset.is_zero() => f64::INFINITY,
+        r => r as f64 / q.reset.as_secs_f64(),
+    };
+    left(a)
+        .total_cmp(&left(b))
+        .then_with(|| b.reset.cmp(&a.reset))
+}
+
+/// `"name";r=0;t=30` items (comma-separated policies), or the older
+/// `limit=10, remaining=0, reset=30` dictionary.
+fn draft_field(value: &str, now: SystemTime) -> Vec<Quota> {
     let params = |item: &str| -> Vec<(String, String)> {
         item.split(';')
             .filter_map(|p| p.split_once('='))
@@ -63,19 +96,24 @@ fn draft_field(value: &str, now: SystemTime) -> Option<Duration> {
             .split(',')
             .filter_map(|item| {
                 let ps = params(item);
-                let r = get(&ps, &["r"])?;
-                let t = get(&ps, &["t"])?;
-                (r == 0).then(|| Duration::from_secs(t))
+                Some(Quota {
+                    remaining: get(&ps, &["r"])?,
+                    reset: Duration::from_secs(get(&ps, &["t"])?),
+                })
             })
-            .max()
+            .collect()
     } else {
         let ps: Vec<(String, String)> = value.split(',').flat_map(params).collect();
-        let remaining = get(&ps, &["remaining", "r"])?;
-        let reset = ps
-            .iter()
-            .find(|(k, _)| k == "reset" || k == "t")
-            .and_then(|(_, v)| reset_after(v, now))?;
-        (remaining == 0).then_some(reset)
+        let quota = || {
+            Some(Quota {
+                remaining: get(&ps, &["remaining", "r"])?,
+                reset: ps
+                    .iter()
+                    .find(|(k, _)| k == "reset" || k == "t")
+                    .and_then(|(_, v)| reset_after(v, now))?,
+            })
+        };
+        quota().into_iter().collect()
     }
 }
 
@@ -166,6 +204,44 @@ mod tests {
         for (headers, expected) in rows {
             let got = exhausted_for(headers.iter().copied(), now()).map(|d| d.as_secs());
             assert_eq!(got, *expected, "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn the_tightest_quota_counts() {
+        let q = |remaining, reset| {
+            Some(Quota {
+                remaining,
+                reset: Duration::from_secs(reset),
+            })
+        };
+        let rows: &[(Headers, Option<Quota>)] = &[
+            (&[("RateLimit", "\"lab\";r=3;t=30")], q(3, 30)),
+            // 5 in 1 s is looser than 10 in 60 s.
+            (
+                &[("RateLimit", "\"a\";r=5;t=1, \"b\";r=10;t=60")],
+                q(10, 60),
+            ),
+            (
+                &[("RateLimit-Remaining", "9"), ("RateLimit-Reset", "3")],
+                q(9, 3),
+            ),
+            (
+                &[
+                    ("RateLimit", "limit=10, remaining=4, reset=2"),
+                    ("X-RateLimit-Remaining", "1"),
+                    ("X-RateLimit-Reset", "2"),
+                ],
+                q(1, 2),
+            ),
+            (&[("RateLimit", "garbage")], None),
+        ];
+        for (headers, expected) in rows {
+            assert_eq!(
+                quota(headers.iter().copied(), now()),
+                *expected,
+                "{headers:?}"
+            );
         }
     }
 }

@@ -63,6 +63,9 @@ pub struct ScopeState {
     pub retry_budget: RetryBudget,
     /// The runs waiting on the gate (`--max-delayed`).
     pub delayed: Vec<Delayed>,
+    /// `--rate auto`: the pace learned from the scope's answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<crate::rules::pace::Pace>,
 }
 
 /// A run waiting on the scope's gate, until when.

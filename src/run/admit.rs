@@ -197,9 +197,17 @@ impl Loop<'_> {
                 .server
                 .map(|s| delay::honoured(s.delay, self.policy.floor)),
             // Retry-After takes precedence over the quota fields.
-            quota_reset: attempted.quota.filter(|_| attempted.server.is_none()),
+            quota_reset: attempted
+                .quota
+                .and_then(crate::rules::ratelimit::exhausted)
+                .filter(|_| attempted.server.is_none()),
         };
-        let learned = shared.learn(&lesson);
+        // For --rate auto: whether the server refused, and its quota.
+        let answer = attempted
+            .answer
+            .as_ref()
+            .map(|_| (attempted.attempt.status == Some(429), attempted.quota));
+        let learned = shared.learn(&lesson, answer);
         for &news in &learned.news {
             on_event(Event::Breaker(news));
         }

@@ -78,8 +78,8 @@ pub(super) struct Attempted {
     pub judged: Judged,
     pub observation: Observation,
     pub server: Option<ServerDelay>,
-    /// Time until the rate-limit quota resets, when the answer says it is used up.
-    pub quota: Option<Duration>,
+    /// The answer's word on its rate-limit quota.
+    pub quota: Option<crate::rules::pace::Quota>,
     pub attempt: Attempt,
     /// `None` when no answer came (a transport failure).
     pub answer: Option<Answer>,
@@ -151,7 +151,7 @@ impl Loop<'_> {
         let headers = || reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
         let now = turn.clock.wall();
         let delays = delay::server_delay(headers(), now);
-        let quota = ratelimit::exhausted_for(headers(), now);
+        let quota = ratelimit::quota(headers(), now);
         // A success's Retry-After is no request to wait (RFC 9110 gives it
         // meaning on 503 and 3xx): it neither closes the scope's gate for
         // later runs nor names a next_allowed_at; RateLimit fields stay the

@@ -14,11 +14,12 @@ pub use file::FileStore;
 pub use redis::RedisStore;
 pub use store::{Slot, Store, Stored, find, forget, scope_hash};
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use crate::clock::{self, Millis};
 
+use crate::rules::pace::{self, Quota};
 use crate::rules::scope::{self, Admission, BreakerNews, Lesson, Level, ScopePolicy, ScopeState};
 
 /// What the scope says before an attempt, relative to now.
@@ -76,6 +77,10 @@ pub struct Shared {
     required: bool,
     /// The first store failure of the run.
     failure: RefCell<Option<String>>,
+    /// `--rate auto`: the pace is learned, and kept in the record.
+    pace: Option<pace::Params>,
+    /// When the scope last let this request go (the store's clock).
+    admitted: Cell<Millis>,
 }
 
 fn after(now: Millis, until: Millis) -> Duration {
@@ -102,6 +107,26 @@ impl Shared {
             notes: RefCell::default(),
             required,
             failure: RefCell::default(),
+            pace: None,
+            admitted: Cell::new(0),
+        }
+    }
+
+    /// `--rate auto`: the scope's `--rate` interval is the pace its answers
+    /// teach ([`pace`]), shared through the record.
+    pub fn learning_pace(mut self) -> Shared {
+        self.pace = Some(pace::Params::default());
+        self
+    }
+
+    /// The scope's policy with the pace learned so far, under `--rate auto`.
+    fn policy_now(&self, state: &ScopeState) -> ScopePolicy {
+        match &self.pace {
+            Some(params) => ScopePolicy {
+                rate_interval: Some(pace::interval(state.pace.as_ref(), params)),
+                ..self.policy
+            },
+            None => self.policy,
         }
     }
 
@@ -174,29 +199,38 @@ impl Shared {
         let Some((state, now)) = self.read() else {
             return self.unavailable();
         };
-        let idle = scope::is_idle(&state, now, &self.policy, &self.endpoint);
+        let idle = scope::is_idle(&state, now, &self.policy_now(&state), &self.endpoint);
         *self.seen.borrow_mut() = state;
         if idle {
             return Admit::Go;
         }
         let mut admit = Admit::Go;
         let updated = self.update(&mut |state, now| {
-            let deadline = now.saturating_add(clock::ceil_ms(patience));
+            let patience_end = now.saturating_add(clock::ceil_ms(patience));
+            // A learned pace takes its slot just in time, never ahead: a
+            // cut then holds back every request not yet sent.
+            let (deadline, reserve_rate) = match self.pace {
+                Some(_) => (now, true),
+                None => (patience_end, reserve_rate),
+            };
             // Only a wait this run would take joins the gate's waiters.
             let queue = |state: &mut ScopeState, until: Millis| {
-                until > deadline || scope::queue(state, now, &self.policy, &self.me, until)
+                until > patience_end || scope::queue(state, now, &self.policy, &self.me, until)
             };
             let admission = scope::admit(
                 state,
                 now,
                 deadline,
-                &self.policy,
+                &self.policy_now(state),
                 &self.me,
                 &self.endpoint,
                 reserve_rate,
             );
             admit = match admission {
-                Admission::Go { at, .. } if at <= now => Admit::Go,
+                Admission::Go { at, .. } if at <= now => {
+                    self.admitted.set(now);
+                    Admit::Go
+                }
                 Admission::Go { at, .. } => Admit::Wait {
                     wait: after(now, at),
                     cause: scope::Wait::Rate,
@@ -239,11 +273,14 @@ impl Shared {
         })
     }
 
-    /// Publishes what an attempt taught (before the process sleeps on it).
-    pub fn learn(&self, lesson: &Lesson) -> Learned {
+    /// Publishes what an attempt taught (before the process sleeps on it);
+    /// `answer`, when one came: whether it was a 429, and its quota.
+    pub fn learn(&self, lesson: &Lesson, answer: Option<(bool, Option<Quota>)>) -> Learned {
+        let pace = self.pace.zip(answer);
         let trivial = {
             let seen = self.seen.borrow();
-            lesson.health == scope::Health::Alive
+            pace.is_none()
+                && lesson.health == scope::Health::Alive
                 && lesson.retry_after.is_none()
                 && lesson.quota_reset.is_none()
                 && seen.next_allowed_at.is_none()
@@ -254,6 +291,20 @@ impl Shared {
             return learned;
         }
         self.update(&mut |state, now| {
+            if let Some((params, (refused, quota))) = pace {
+                let answer = pace::Answer {
+                    sent: self.admitted.get(),
+                    refused,
+                    quota,
+                };
+                if let pace::Change::Cut { from, to } =
+                    pace::learn(&mut state.pace, now, &answer, &params)
+                {
+                    self.notes.borrow_mut().push(format!(
+                        "--rate auto: a refusal cut the pace from {from:.1} to {to:.1} requests/s"
+                    ));
+                }
+            }
             let news = scope::learn(state, now, lesson, &self.policy, &self.me, &self.endpoint);
             // Relative to the store's clock, which set the moment.
             learned.opened = news

@@ -6,6 +6,7 @@
 mod util;
 
 mod agent;
+mod batch;
 mod curl;
 mod delays;
 mod demo;
