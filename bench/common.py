@@ -183,6 +183,9 @@ class Nginx:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
+        # nginx's workers run as another user when started by root: they
+        # must be able to read the file, or every answer is a 404.
+        os.chmod(self.dir, 0o755)
         os.makedirs(os.path.join(self.dir, "www"))
         with open(os.path.join(self.dir, "www", "index.html"), "w") as f:
             f.write("ok\n")

@@ -181,7 +181,7 @@ impl Session {
             face,
             audit,
             cancel: held.cancel,
-            shared: store.map(|store| shared(plan, store)),
+            shared: store.map(|store| shared(plan, store).just_in_time()),
             state_failure: held.state_failure,
             item: Some(id.to_string()),
             fingerprint: OnceCell::new(),

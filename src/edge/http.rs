@@ -405,6 +405,9 @@ fn attempt(
             t.url = Some(hop.url.clone());
             t.redirects = followed;
         });
+        if let Some(spacing) = &hops.net.wire_spacing {
+            spacing.wait_turn();
+        }
         let spent = start.elapsed();
         let response = send_one(
             hops.agent,

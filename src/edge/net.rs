@@ -97,7 +97,44 @@ pub struct Net {
     pub logins: Vec<Login>,
     pub speed: Option<SpeedLimit>,
     pub limit_rate: Option<u64>,
+    /// A batch's `--rate`: the spacing kept between this process's
+    /// requests where they go onto the wire.
+    pub wire_spacing: Option<Arc<WireSpacing>>,
     pub observed: Observed,
+}
+
+/// The last word on `--rate` within one process, taken just before a
+/// request is written: no two requests go out closer than `interval`. The
+/// scope's slots space requests when they are let go; between that and the
+/// write a thread may wait its turn for a core (16 ms was seen on two
+/// loaded cores), and the request after it, on time, then reaches the
+/// server too soon for a limiter with no burst.
+#[derive(Debug)]
+pub struct WireSpacing {
+    interval: Duration,
+    last: Mutex<Option<Instant>>,
+}
+
+impl WireSpacing {
+    pub fn new(interval: Duration) -> WireSpacing {
+        WireSpacing {
+            interval,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// Waits until `interval` after the last request's write, and marks
+    /// this one's; the turns are kept in order by the lock.
+    pub fn wait_turn(&self) {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(due) = last.map(|at| at + self.interval) {
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+        *last = Some(Instant::now());
+    }
 }
 
 /// The proxy URL with `user:password` in it, each percent-encoded.
@@ -135,6 +172,7 @@ impl Default for Net {
             logins: Vec::new(),
             speed: None,
             limit_rate: None,
+            wire_spacing: None,
             observed: Observed::default(),
         }
     }
@@ -511,6 +549,17 @@ impl<R: Read> Read for Paced<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_two_writes_go_out_closer_than_the_spacing() {
+        let spacing = WireSpacing::new(Duration::from_millis(20));
+        let start = Instant::now();
+        for _ in 0..3 {
+            spacing.wait_turn();
+        }
+        // Three turns: the second and third each wait out the spacing.
+        assert!(start.elapsed() >= Duration::from_millis(40));
+    }
 
     #[test]
     fn a_proxy_user_goes_into_the_proxy_url() {

@@ -297,7 +297,11 @@ pub fn plan_with(cli: &Cli, overrides: &Overrides, stdin: &mut dyn Read) -> Resu
     let state = state(cli, &mut redactor)?;
     check::validate(cli.agent.check.as_deref(), &target, keyed)?;
     let scope_policy = ScopePolicy {
-        rate_interval: governed.rate_interval.map(crate::rules::scope::spacing),
+        // A batch's requests are spaced again where they are written.
+        rate_interval: governed.rate_interval.map(match cli.batch.batch {
+            Some(_) => crate::rules::scope::wire_spacing,
+            None => crate::rules::scope::spacing,
+        }),
         breaker_threshold: governed.breaker,
         // An open breaker is a backoff the scope shares: it starts where the
         // run's own does.

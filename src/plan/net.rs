@@ -3,6 +3,7 @@
 //! them, `.netrc` read and its passwords masked, the proxy bypass decided.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::Cli;
@@ -102,6 +103,12 @@ pub fn settings(cli: &Cli, url: &str, redactor: &mut Redactor) -> Result<Net, St
         logins,
         speed,
         limit_rate: n.limit_rate.filter(|&r| r > 0),
+        wire_spacing: match (&cli.batch.batch, cli.scope.rate) {
+            (Some(_), Some(crate::cli::RateFlag::Fixed(rate))) => Some(Arc::new(
+                net::WireSpacing::new(crate::rules::scope::wire_spacing(rate.interval)),
+            )),
+            _ => None,
+        },
         observed: net::Observed::default(),
     })
 }

@@ -29,6 +29,14 @@ pub fn spacing(interval: Duration) -> Duration {
     interval + margin
 }
 
+/// The spacing of a batch's `--rate`, whose requests are spaced again in
+/// its process just before they are written (`edge::net::WireSpacing`):
+/// the jitter margin is not needed then, only a millisecond for limiters
+/// that count whole ones.
+pub fn wire_spacing(interval: Duration) -> Duration {
+    interval + Duration::from_millis(1)
+}
+
 /// One scope's shared record. Unknown or missing fields default, so older
 /// and newer versions of abide can share a state directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -79,6 +79,8 @@ pub struct Shared {
     failure: RefCell<Option<String>>,
     /// `--rate auto`: the pace is learned, and kept in the record.
     pace: Option<pace::Params>,
+    /// `--rate` slots are taken just in time, never reserved ahead.
+    just_in_time: bool,
     /// When the scope last let this request go (the store's clock).
     admitted: Cell<Millis>,
 }
@@ -108,6 +110,7 @@ impl Shared {
             required,
             failure: RefCell::default(),
             pace: None,
+            just_in_time: false,
             admitted: Cell::new(0),
         }
     }
@@ -116,6 +119,17 @@ impl Shared {
     /// teach ([`pace`]), shared through the record.
     pub fn learning_pace(mut self) -> Shared {
         self.pace = Some(pace::Params::default());
+        self.just_in_time()
+    }
+
+    /// `--rate` slots taken just in time, never reserved ahead: the next
+    /// slot is then spaced from when this request really went, so that a
+    /// late wake-up (a loaded machine, a worker among many) cannot bring
+    /// two requests closer than the spacing. A batch's workers, which ask
+    /// the scope in turns in one process, take theirs so; a cut of a
+    /// learned pace holds back every request not yet sent.
+    pub fn just_in_time(mut self) -> Shared {
+        self.just_in_time = true;
         self
     }
 
@@ -207,11 +221,9 @@ impl Shared {
         let mut admit = Admit::Go;
         let updated = self.update(&mut |state, now| {
             let patience_end = now.saturating_add(clock::ceil_ms(patience));
-            // A learned pace takes its slot just in time, never ahead: a
-            // cut then holds back every request not yet sent.
-            let (deadline, reserve_rate) = match self.pace {
-                Some(_) => (now, true),
-                None => (patience_end, reserve_rate),
+            let (deadline, reserve_rate) = match self.just_in_time {
+                true => (now, true),
+                false => (patience_end, reserve_rate),
             };
             // Only a wait this run would take joins the gate's waiters.
             let queue = |state: &mut ScopeState, until: Millis| {
