@@ -387,44 +387,6 @@ fn rate_auto_converges_on_a_servers_fixed_rate() {
 }
 
 #[test]
-fn a_fixed_rate_is_never_too_fast_for_a_limiter_without_burst() {
-    // 40 requests/s without burst, as nginx's limit_req: one every 25 ms,
-    // else 429; eight workers must never reach it sooner.
-    let limit = Duration::from_millis(25);
-    let last: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let (server, requests) = keep_alive(move |_| {
-        let mut last = last.lock().unwrap();
-        let now = Instant::now();
-        match *last {
-            Some(at) if now - at < limit => 429,
-            _ => {
-                *last = Some(now);
-                200
-            }
-        }
-    });
-    let dir = temp_dir("batch-rate-fixed");
-    let items = 40;
-    let lines: Vec<String> = (0..items)
-        .map(|n| format!("{}/{n}", server.url()))
-        .collect();
-    let batch = write_batch(&dir, &lines);
-    let run = finish(
-        Backend::files("batch-rate-fixed-state").abide(&[
-            "--batch",
-            &batch,
-            "--parallel",
-            "8",
-            "--rate",
-            "40/s",
-        ]),
-        b"",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(requests.load(SeqCst), items, "{}", run.stderr);
-}
-
-#[test]
 fn a_task_prefix_keeps_one_key_per_item_across_reruns() {
     let lab = scripted(vec![Step::new(200)]);
     let dir = temp_dir("batch-task");
