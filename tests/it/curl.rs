@@ -1214,17 +1214,12 @@ server.socket = tls.wrap_socket(server.socket, server_side=True)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
-    let mut child = Command::new("python3")
-        .args(["-c", script])
-        .args([&server_cert, &server_key, &client_cert])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    let mut port = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut port)
-        .unwrap();
-    let url = format!("https://127.0.0.1:{}/", port.trim());
+    let server = python_tls(
+        script,
+        &[&server_cert, &server_key, &client_cert],
+        server_cert.clone(),
+    );
+    let url = server.url.clone();
     let (cert, key, ca) = (
         client_cert.to_str().unwrap(),
         client_key.to_str().unwrap(),
@@ -1252,8 +1247,6 @@ server.serve_forever()
             super::util::run(&["--no-state", "--attempts", "1", trust[0], trust[1], &url]);
         assert_ne!(without.outcome()["ok"], true, "{trust:?} without --cert");
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `--retry-all-errors` retries a 404 of a GET, waiting `--retry-delay`

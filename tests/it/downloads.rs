@@ -303,6 +303,16 @@ fn encoded(
     (server, seen)
 }
 
+/// A bomb's answer is cut at `--max-ratio`: INVALID_RESPONSE, and far
+/// less than its 64 MiB on stdout.
+fn stops_the_bomb(url: &str) {
+    let run = super::util::run(&["--no-state", "--compressed", url]);
+    assert_eq!(run.code, 8, "{}", run.stderr);
+    assert!(run.stdout.len() < 16 * MIB, "{}", run.stdout.len());
+    let error = run.outcome()["error"].as_str().unwrap().to_string();
+    assert!(error.contains("--max-ratio"), "{error}");
+}
+
 #[test]
 fn encodings_are_asked_for_only_with_compressed_and_bombs_are_stopped() {
     let text = b"a line of text\n".repeat(1000);
@@ -321,11 +331,7 @@ fn encodings_are_asked_for_only_with_compressed_and_bombs_are_stopped() {
     );
     // 64 MiB of zeros in about 64 KiB: stopped at 100 times that.
     let (server, _) = encoded("gzip", gzip(&vec![0; 64 * MIB]));
-    let run = super::util::run(&["--no-state", "--compressed", &server.url()]);
-    assert_eq!(run.code, 8, "{}", run.stderr);
-    assert!(run.stdout.len() < 16 * MIB, "{}", run.stdout.len());
-    let error = run.outcome()["error"].as_str().unwrap().to_string();
-    assert!(error.contains("--max-ratio"), "{error}");
+    stops_the_bomb(&server.url());
 }
 
 #[test]
@@ -341,11 +347,7 @@ fn a_zstd_answer_is_decoded_and_a_zstd_bomb_is_stopped() {
     assert_eq!(run.stdout, text);
     let bomb = compress_to_vec(&vec![0; 64 * MIB][..], CompressionLevel::Fastest);
     let (server, _) = encoded("zstd", bomb);
-    let run = super::util::run(&["--no-state", "--compressed", &server.url()]);
-    assert_eq!(run.code, 8, "{}", run.stderr);
-    assert!(run.stdout.len() < 16 * MIB, "{}", run.stdout.len());
-    let error = run.outcome()["error"].as_str().unwrap().to_string();
-    assert!(error.contains("--max-ratio"), "{error}");
+    stops_the_bomb(&server.url());
 }
 
 #[test]

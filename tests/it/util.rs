@@ -699,10 +699,15 @@ server.socket = tls.wrap_socket(server.socket, server_side=True)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
+    python_tls(script, &[&cert, &key], cert.clone())
+}
+
+/// Runs a python3 HTTPS `script` with `args`; the script prints its port
+/// once it listens. `cert` is the server's certificate.
+pub fn python_tls(script: &str, args: &[&Path], cert: PathBuf) -> TlsServer {
     let mut child = Command::new("python3")
         .args(["-c", script])
-        .arg(&cert)
-        .arg(&key)
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3 runs (the TLS tests need it)");
