@@ -194,7 +194,8 @@ impl<'a> Batch<'a> {
                 body: Body::Empty,
             },
         )
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| format!("{e:#}"))?
+        .on_callers_thread();
         let cancel = Cancel::default();
         if let Err(e) = cancel.on_signals() {
             eprintln!("abide: warning: cannot watch for signals: {e}");

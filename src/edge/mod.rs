@@ -7,6 +7,7 @@ pub mod cookies;
 pub mod decode;
 pub mod http;
 pub mod net;
+pub mod pool;
 pub mod reset;
 pub mod sink;
 pub mod tls;
