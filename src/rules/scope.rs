@@ -299,7 +299,8 @@ pub struct ScopePolicy {
     /// How long an open breaker stays open at first when the failures gave
     /// no server delay: the run's own first backoff step.
     pub breaker_first: Duration,
-    /// The longest it stays open between two probes without a server delay.
+    /// The longest it stays open between two probes without a server delay:
+    /// `--breaker-cooldown`, else the run's own longest backoff step.
     pub breaker_cooldown: Duration,
     /// How long a half-open probe may take before another process may probe.
     pub probe_ttl: Duration,
