@@ -1051,8 +1051,10 @@ mod tests {
     fn an_open_breaker_never_waits_longer_than_the_runs_own_backoff_by_default() {
         let s = Duration::from_secs_f64;
         let base = Policy::default();
+        // A policy and a --breaker-cooldown, and the intervals in seconds.
+        type Row<'a> = (&'a str, Policy, Option<Duration>, (f64, f64));
         #[rustfmt::skip]
-        let rows: Vec<(&str, Policy, Option<Duration>, (f64, f64))> = vec![
+        let rows: Vec<Row> = vec![
             ("the backoff's first step and ceiling", base.clone(), None, (0.5, 8.0)),
             ("--retry-delay: that, always", Policy { fixed_delay: Some(s(2.0)), ..base.clone() }, None, (2.0, 2.0)),
             ("--max-wait shortens both", Policy { max_wait: Some(s(1.0)), ..base.clone() }, None, (0.5, 1.0)),
