@@ -428,7 +428,7 @@ pub struct ScopeArgs {
     /// of 5 held in the scope, which each successful first attempt refills
     /// by PERCENT of a retry and time by one every 10 s. With none left, a
     /// run alone keeps all its attempts; one that would retry while another
-    /// run spent from it in the last 10 s ends at once, RETRY_EXHAUSTED,
+    /// run still going spent from it in the last 10 s ends at once, RETRY_EXHAUSTED,
     /// with next_allowed_at when one is back. 0 turns it off.
     #[arg(long = "retry-budget", value_name = "PERCENT", env = "ABIDE_RETRY_BUDGET",
           default_value = "20%", value_parser = parse_retry_budget)]
