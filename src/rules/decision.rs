@@ -57,8 +57,8 @@ impl Default for Policy {
     }
 }
 
-/// The budget when neither `--budget` nor `ABIDE_BUDGET` gave one, as long
-/// as the asked attempts need.
+/// The least budget when neither `--budget` nor `ABIDE_BUDGET` gave one:
+/// [`default_budget`] stretches it to the attempts asked.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
 
 impl Policy {

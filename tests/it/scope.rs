@@ -252,7 +252,7 @@ fn the_breaker_opens_for_the_servers_delay_lets_one_probe_through_and_closes(b: 
         b.abide(&all)
     };
     // Its last attempt opened the breaker: CIRCUIT_OPEN, for the server's
-    // 2 s and not for the 30 s cooldown.
+    // 2 s and not for the cooldown (--backoff-max, 8 s).
     let first = finish(with(&["--attempts", "3"]), b"");
     assert_eq!(first.code, 6, "{}", first.stderr);
     assert_eq!(first.outcome()["attempts"], 3);
@@ -271,7 +271,7 @@ fn the_breaker_opens_for_the_servers_delay_lets_one_probe_through_and_closes(b: 
     // The same moment, give or take the rounding of two clocks' milliseconds
     // and the moments each run turns its wait into a time: never later than
     // when it ends, which on a loaded machine is a few tens of ms after it
-    // decided. Far from the 30 s cooldown either way.
+    // decided. Far from the 8 s cooldown either way.
     let same = next_allowed_after(&refused, answered);
     assert!(
         same.abs_diff(half_open) <= MS(100),
