@@ -53,7 +53,7 @@ set edit:completion:arg-completer[abide] = {|@words|
             cand --max-time 'Hard limit on one attempt, body included, as curl''s -m [default: none: a stall fails an attempt, and a body that keeps flowing is never cut]'
             cand --stall 'Longest time without a single byte from the server, while waiting for the answer''s head or during its body (or without the server taking a byte of the request): such an attempt fails, and is retried where safe'
             cand --max-ratio 'With --compressed: stop a body (INVALID_RESPONSE) that decodes to more than RATIO times its encoded size, past its first MiB: a compression bomb'
-            cand --attempts 'Total requests at most; 1 means no retry'
+            cand --attempts 'Total requests at most; 1 means no retry. The default --budget stretches to hold them all'
             cand --retry 'curl''s spelling: N retries, that is N+1 attempts (wins over ABIDE_ATTEMPTS)'
             cand --budget 'Wall-clock budget for the whole run, waits and requests together. No wait that would end beyond it is started, nor any attempt after it. Given on the command line it is a hard limit: the attempt in flight is cut at it. The default (or ABIDE_BUDGET) bounds the retrying and the wait for an answer, but never cuts a 2xx body that keeps flowing: a long download ends when it is done, or when it stalls (--stall) [default: 60s, or longer when the --attempts asked need it: each retry''s longest wait plus a --connect-timeout per attempt]'
             cand --max-wait 'Longest single wait accepted; a longer server delay ends the run at once with BUDGET_EXHAUSTED [default: no limit but the budget]'

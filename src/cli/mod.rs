@@ -289,7 +289,8 @@ pub struct RequestArgs {
 #[derive(Args, Debug, Default)]
 #[command(next_help_heading = POLICY)]
 pub struct PolicyArgs {
-    /// Total requests at most; 1 means no retry.
+    /// Total requests at most; 1 means no retry. The default --budget
+    /// stretches to hold them all.
     #[arg(long, value_name = "N", env = "ABIDE_ATTEMPTS", default_value = "4",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub attempts: u32,
