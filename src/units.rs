@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// The longest duration anyone can mean on a command line (one year); anything
 /// beyond is a typo, and refusing it keeps later arithmetic far from overflow.
-const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();

@@ -456,7 +456,7 @@ impl Session {
 
     fn close(&mut self, plan: &Plan, fingerprint: Option<&str>, mut record: Record) -> Record {
         if let Some(shared) = &self.shared {
-            shared.release();
+            shared.release(record.ending == Ending::Decided(StopWhy::RetryBudgetSpent));
             if let Some(fp) = fingerprint
                 && record.kind() != Kind::NoProgress
             {

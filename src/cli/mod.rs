@@ -289,7 +289,8 @@ pub struct RequestArgs {
 #[derive(Args, Debug, Default)]
 #[command(next_help_heading = POLICY)]
 pub struct PolicyArgs {
-    /// Total requests at most; 1 means no retry.
+    /// Total requests at most; 1 means no retry. The default --budget
+    /// stretches to hold them all.
     #[arg(long, value_name = "N", env = "ABIDE_ATTEMPTS", default_value = "4",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub attempts: u32,
@@ -308,10 +309,12 @@ pub struct PolicyArgs {
     /// it is a hard limit: the attempt in flight is cut at it. The default (or
     /// ABIDE_BUDGET) bounds the retrying and the wait for an answer, but never
     /// cuts a 2xx body that keeps flowing: a long download ends when it is
-    /// done, or when it stalls (--stall).
-    #[arg(long, value_name = "DURATION", env = "ABIDE_BUDGET", default_value = "60s",
+    /// done, or when it stalls (--stall) [default: 60s, or longer when the
+    /// --attempts asked need it: each retry's longest wait plus a
+    /// --connect-timeout per attempt].
+    #[arg(long, value_name = "DURATION", env = "ABIDE_BUDGET",
           alias = "retry-max-time", value_parser = parse_duration)]
-    pub budget: Duration,
+    pub budget: Option<Duration>,
 
     /// Whether --budget was given on the command line (set by `parse_from`).
     #[arg(skip)]
@@ -414,17 +417,19 @@ pub struct ScopeArgs {
 
     /// The longest an open breaker waits between two probes when the server
     /// gave no delay: it opens for the first --backoff step and doubles after
-    /// each failed probe up to this; a server's delay sets the moment instead.
+    /// each failed probe up to this; a server's delay sets the moment instead
+    /// [default: the run's own longest wait, --backoff-max (or --retry-delay,
+    /// at most --max-wait)].
     #[arg(long = "breaker-cooldown", value_name = "DURATION", env = "ABIDE_BREAKER_COOLDOWN",
-          default_value = "30s", value_parser = parse_duration)]
-    pub breaker_cooldown: Duration,
+          value_parser = parse_duration)]
+    pub breaker_cooldown: Option<Duration>,
 
     /// The scope's retry budget, shared by all its processes (and machines,
     /// with a Redis --state): first attempts always go; a retry spends one
     /// of 5 held in the scope, which each successful first attempt refills
     /// by PERCENT of a retry and time by one every 10 s. With none left, a
     /// run alone keeps all its attempts; one that would retry while another
-    /// run spent from it in the last 10 s ends at once, RETRY_EXHAUSTED,
+    /// run still going spent from it in the last 10 s ends at once, RETRY_EXHAUSTED,
     /// with next_allowed_at when one is back. 0 turns it off.
     #[arg(long = "retry-budget", value_name = "PERCENT", env = "ABIDE_RETRY_BUDGET",
           default_value = "20%", value_parser = parse_retry_budget)]

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crate::cli::{Cli, Data, DataKind};
 use crate::edge::http::Body;
+use crate::rules::decision::DEFAULT_BUDGET;
 
 /// What the body flags ask for.
 #[derive(Debug)]
@@ -42,7 +43,9 @@ pub fn resolve(cli: &Cli, stdin: &mut dyn Read) -> Result<Payload, String> {
     let mut input = Input {
         stdin,
         stdin_used: false,
-        deadline: Instant::now() + cli.policy.budget,
+        // The run's budget is not known before its method is: the one given,
+        // else the default's least.
+        deadline: Instant::now() + cli.policy.budget.unwrap_or(DEFAULT_BUDGET),
     };
     let mut payload = Payload {
         body: Body::Empty,

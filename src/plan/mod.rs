@@ -30,7 +30,7 @@ use crate::plan::body::{Payload, Spooled};
 use crate::plan::target::Target;
 use crate::redact::{self, Redactor};
 use crate::report::outcome::Context;
-use crate::rules::decision::{Policy, Replay};
+use crate::rules::decision::{self, Policy, Replay};
 use crate::rules::scope::ScopePolicy;
 use crate::state::FileStore;
 
@@ -286,7 +286,7 @@ pub fn plan_with(cli: &Cli, overrides: &Overrides, stdin: &mut dyn Read) -> Resu
     // What is actually sent decides: a key removed with -H is no key.
     let keyed = cli.policy.idempotent || headers.contains_key(IDEMPOTENCY_KEY);
     let (governed, overruled) = govern(cli, &target.url, &method, keyed)?;
-    let policy = policy(cli, &governed)?;
+    let mut policy = policy(cli, &governed)?;
     let replay = Replay::of(&method, keyed);
     let sc = &cli.scope;
     let scope = match &governed.scope {
@@ -296,22 +296,26 @@ pub fn plan_with(cli: &Cli, overrides: &Overrides, stdin: &mut dyn Read) -> Resu
     };
     let state = state(cli, &mut redactor)?;
     check::validate(cli.agent.check.as_deref(), &target, keyed)?;
-    let scope_policy = ScopePolicy {
+    let (breaker_first, breaker_cooldown) = policy.breaker_intervals(sc.breaker_cooldown);
+    let mut scope_policy = ScopePolicy {
         // A batch's requests are spaced again where they are written.
         rate_interval: governed.rate_interval.map(match cli.batch.batch {
             Some(_) => crate::rules::scope::wire_spacing,
             None => crate::rules::scope::spacing,
         }),
         breaker_threshold: governed.breaker,
-        // An open breaker is a backoff the scope shares: it starts where the
-        // run's own does.
-        breaker_first: policy.backoff,
-        breaker_cooldown: sc.breaker_cooldown,
+        breaker_first,
+        breaker_cooldown,
         retry_budget: governed.retry_budget,
         max_delayed: governed.max_delayed,
-        // A probe that has not reported by the end of its attempt is presumed lost.
-        probe_ttl: r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1),
+        probe_ttl: Duration::ZERO,
     };
+    if cli.policy.budget.is_none() {
+        policy.budget = decision::default_budget(&policy, &scope_policy, r.connect_timeout);
+    }
+    // A probe that has not reported by the end of its attempt is presumed lost.
+    scope_policy.probe_ttl =
+        r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1);
     let a = &cli.agent;
     // A range of the user's own, or a body held whole for --require, is
     // never continued.
@@ -705,7 +709,8 @@ fn policy(cli: &Cli, governed: &policy::Requested) -> Result<Policy, String> {
     let (p, r) = (&cli.policy, &cli.request);
     let policy = Policy {
         attempts: governed.attempts,
-        budget: p.budget,
+        // Stretched to the attempts by `plan` when none was given.
+        budget: p.budget.unwrap_or(decision::DEFAULT_BUDGET),
         hard_budget: p.budget_given,
         max_wait: governed.max_wait,
         retry_on: governed.retry_on.clone(),
@@ -827,6 +832,53 @@ mod tests {
         assert_eq!(header(&p, "user-agent"), None);
         assert_eq!(p.policy.attempts, 3);
         assert_eq!(p.replay, Replay::Safe);
+    }
+
+    #[test]
+    fn the_default_budget_stretches_to_the_attempts_and_a_given_one_wins() {
+        let secs = |p: &Plan| p.policy.budget.as_secs_f64();
+        let p = plan_of(&["h"]).unwrap();
+        assert_eq!((secs(&p), p.policy.hard_budget), (60.0, false));
+        assert_eq!(
+            (
+                p.scope_policy.breaker_first,
+                p.scope_policy.breaker_cooldown
+            ),
+            (Duration::from_millis(500), Duration::from_secs(8)),
+            "the breaker waits as long as the run's own backoff at most"
+        );
+        // 127.5 s of backoff ceilings, 12.75 s of jitter, 10 s to connect each.
+        let twenty = 127.5 + 12.75 + 200.0;
+        for args in [&["--attempts", "20", "h"][..], &["--retry", "19", "h"]] {
+            let p = plan_of(args).unwrap();
+            assert!((secs(&p) - twenty).abs() < 0.001, "{args:?}: {}", secs(&p));
+            assert!(
+                !p.policy.hard_budget,
+                "{args:?}: a default never cuts a body"
+            );
+            assert!(p.scope_policy.probe_ttl > p.policy.budget);
+        }
+        let p = plan_of(&["--attempts", "20", "--connect-timeout", "1", "h"]).unwrap();
+        assert!((secs(&p) - (140.25 + 20.0)).abs() < 0.001, "{}", secs(&p));
+        // curl's --retry-max-time is --budget: given, it wins, and cuts.
+        for args in [
+            &["--attempts", "20", "--budget", "30s", "h"][..],
+            &["--retry", "19", "--retry-max-time", "30", "h"],
+        ] {
+            let p = plan_of(args).unwrap();
+            assert_eq!((secs(&p), p.policy.hard_budget), (30.0, true), "{args:?}");
+        }
+        // --retry-delay: a fixed wait, and the breaker's too.
+        let p = plan_of(&["--retry", "19", "--retry-delay", "2", "h"]).unwrap();
+        assert!(
+            (secs(&p) - (19.0 * 2.2 + 200.0)).abs() < 0.001,
+            "{}",
+            secs(&p)
+        );
+        assert_eq!(p.scope_policy.breaker_first, Duration::from_secs(2));
+        assert_eq!(p.scope_policy.breaker_cooldown, Duration::from_secs(2));
+        let p = plan_of(&["--breaker-cooldown", "30s", "h"]).unwrap();
+        assert_eq!(p.scope_policy.breaker_cooldown, Duration::from_secs(30));
     }
 
     #[test]

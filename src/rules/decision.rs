@@ -43,7 +43,7 @@ impl Default for Policy {
     fn default() -> Self {
         Policy {
             attempts: 4,
-            budget: Duration::from_secs(60),
+            budget: DEFAULT_BUDGET,
             hard_budget: false,
             max_wait: None,
             retry_on: vec![408, 429, 500, 502, 503, 504],
@@ -55,6 +55,61 @@ impl Default for Policy {
             retry_all: false,
         }
     }
+}
+
+/// The least budget when neither `--budget` nor `ABIDE_BUDGET` gave one:
+/// [`default_budget`] stretches it to the attempts asked.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
+
+impl Policy {
+    /// The run's own wait before retry `n` at its longest: the backoff's
+    /// ceiling, or `--retry-delay`; never beyond `--max-wait`.
+    pub fn longest_own_wait(&self, n: u32) -> Duration {
+        let wait = self
+            .fixed_delay
+            .unwrap_or_else(|| delay::ceiling(n, self.backoff, self.backoff_max));
+        self.max_wait.map_or(wait, |m| wait.min(m))
+    }
+
+    /// An open breaker's first and longest interval when the server gave no
+    /// delay: the scope's shared backoff starts where the run's own does and,
+    /// unless `--breaker-cooldown` says otherwise, never waits longer than the
+    /// run's own would, so that a lone run polls as often with a breaker as
+    /// without one (the interval at retry `n` is at most `longest_own_wait(n)`).
+    pub fn breaker_intervals(&self, cooldown: Option<Duration>) -> (Duration, Duration) {
+        let longest = cooldown.unwrap_or_else(|| self.longest_own_wait(u32::MAX));
+        (self.longest_own_wait(1), longest)
+    }
+}
+
+/// The budget when none was given: 60 s, or as long as the `--attempts`
+/// asked can take against a host that is not there yet (a service that is
+/// starting): every retry's longest wait (its own backoff step, the scope's
+/// breaker or the `--rate` interval, whichever is longest, with the most
+/// jitter a shared wait adds), plus `connect` for every attempt. A default
+/// never cuts short the attempts the user asked for.
+pub fn default_budget(policy: &Policy, scope: &scope::ScopePolicy, connect: Duration) -> Duration {
+    let longest = |n: u32| {
+        let breaker = match scope.breaker_threshold {
+            0 => Duration::ZERO,
+            _ => delay::ceiling(n, scope.breaker_first, scope.breaker_cooldown),
+        };
+        let wait = policy
+            .longest_own_wait(n)
+            .max(breaker)
+            .max(scope.rate_interval.unwrap_or_default());
+        wait.saturating_add(delay::jitter(wait, policy.jitter, 1.0))
+    };
+    // Every retry from the steady one on waits as long as it does.
+    let steady = delay::CEILING_STEADY;
+    let waits = (1..policy.attempts.min(steady))
+        .map(longest)
+        .fold(Duration::ZERO, Duration::saturating_add)
+        .saturating_add(longest(steady).saturating_mul(policy.attempts.saturating_sub(steady)));
+    let attempts = connect.saturating_mul(policy.attempts);
+    DEFAULT_BUDGET
+        .max(waits.saturating_add(attempts))
+        .min(crate::units::MAX_DURATION)
 }
 
 /// Whether a request may be sent twice without a second effect: GET, HEAD,
@@ -977,5 +1032,105 @@ mod tests {
         for (name, got, expected) in rows {
             assert_eq!(got, expected, "{name}");
         }
+    }
+
+    fn scope_of(policy: &Policy, threshold: u32, cooldown: Option<Duration>) -> scope::ScopePolicy {
+        let (breaker_first, breaker_cooldown) = policy.breaker_intervals(cooldown);
+        scope::ScopePolicy {
+            rate_interval: None,
+            breaker_threshold: threshold,
+            breaker_first,
+            breaker_cooldown,
+            probe_ttl: Duration::ZERO,
+            retry_budget: None,
+            max_delayed: None,
+        }
+    }
+
+    #[test]
+    fn an_open_breaker_never_waits_longer_than_the_runs_own_backoff_by_default() {
+        let s = Duration::from_secs_f64;
+        let base = Policy::default();
+        // A policy and a --breaker-cooldown, and the intervals in seconds.
+        type Row<'a> = (&'a str, Policy, Option<Duration>, (f64, f64));
+        #[rustfmt::skip]
+        let rows: Vec<Row> = vec![
+            ("the backoff's first step and ceiling", base.clone(), None, (0.5, 8.0)),
+            ("--retry-delay: that, always", Policy { fixed_delay: Some(s(2.0)), ..base.clone() }, None, (2.0, 2.0)),
+            ("--max-wait shortens both", Policy { max_wait: Some(s(1.0)), ..base.clone() }, None, (0.5, 1.0)),
+            ("--breaker-cooldown, as given", base.clone(), Some(s(30.0)), (0.5, 30.0)),
+        ];
+        for (name, policy, cooldown, (first, longest)) in rows {
+            assert_eq!(
+                policy.breaker_intervals(cooldown),
+                (s(first), s(longest)),
+                "{name}"
+            );
+        }
+        // Opened after the threshold's failures and doubled per failed probe,
+        // its interval at retry n never exceeds the run's own ceiling there.
+        let (first, longest) = base.breaker_intervals(None);
+        for threshold in 1..=5 {
+            for n in threshold..40 {
+                let interval = delay::ceiling(n - threshold + 1, first, longest);
+                assert!(
+                    interval <= base.longest_own_wait(n),
+                    "retry {n}, --breaker {threshold}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_budget_holds_the_attempts_asked() {
+        let s = Duration::from_secs_f64;
+        let base = Policy::default();
+        let ten = s(10.0);
+        let with = |attempts| Policy {
+            attempts,
+            ..base.clone()
+        };
+        // 20 attempts: ceilings 0.5, 1, 2, 4, then 8 s fifteen times (127.5 s),
+        // plus 10 % jitter (12.75 s), plus 10 s to connect each (200 s).
+        #[rustfmt::skip]
+        let rows: Vec<(&str, Duration, f64)> = vec![
+            ("the default attempts: 60 s", default_budget(&base, &scope_of(&base, 5, None), ten), 60.0),
+            ("one attempt: 60 s", default_budget(&with(1), &scope_of(&with(1), 5, None), ten), 60.0),
+            ("6 attempts: just over", default_budget(&with(6), &scope_of(&with(6), 5, None), ten), 15.5 * 1.1 + 60.0),
+            ("20 attempts", default_budget(&with(20), &scope_of(&with(20), 5, None), ten), 140.25 + 200.0),
+            ("20 attempts, 1 s to connect", default_budget(&with(20), &scope_of(&with(20), 5, None), s(1.0)), 140.25 + 20.0),
+            ("20 attempts, no breaker", default_budget(&with(20), &scope_of(&with(20), 0, Some(s(60.0))), ten), 140.25 + 200.0),
+            ("--retry-delay 2s", {
+                let p = Policy { fixed_delay: Some(s(2.0)), ..with(20) };
+                default_budget(&p, &scope_of(&p, 5, None), ten)
+            }, 19.0 * 2.2 + 200.0),
+            ("--max-wait 1s", {
+                let p = Policy { max_wait: Some(s(1.0)), ..with(20) };
+                default_budget(&p, &scope_of(&p, 5, None), ten)
+            }, 0.55 + 18.0 * 1.1 + 200.0),
+            // 0.5 … 32 s (63.5 s, jitter 5.15 s), then 60 s twelve times, jitter at most 2 s.
+            ("--breaker-cooldown 60s: the breaker's longer waits", default_budget(&with(20), &scope_of(&with(20), 5, Some(s(60.0))), ten), 63.5 + 5.15 + 12.0 * 62.0 + 200.0),
+            ("--rate 1/m", {
+                let p = with(3);
+                let scope = scope::ScopePolicy { rate_interval: Some(s(60.0)), ..scope_of(&p, 5, None) };
+                default_budget(&p, &scope, ten)
+            }, 2.0 * 62.0 + 30.0),
+            ("any number of attempts: at most a year", default_budget(&with(u32::MAX), &scope_of(&with(u32::MAX), 5, None), ten), 365.0 * 86_400.0),
+        ];
+        for (name, got, expected) in rows {
+            assert!(
+                (got.as_secs_f64() - expected).abs() < 0.001,
+                "{name}: {got:?}, not {expected} s"
+            );
+        }
+        // Many attempts: the steady retries are counted without a loop.
+        let steady = delay::CEILING_STEADY;
+        let many = default_budget(
+            &with(steady + 100),
+            &scope_of(&with(steady + 100), 5, None),
+            ten,
+        );
+        let fewer = default_budget(&with(steady), &scope_of(&with(steady), 5, None), ten);
+        assert!(((many - fewer).as_secs_f64() - 100.0 * (8.8 + 10.0)).abs() < 0.001);
     }
 }

@@ -191,15 +191,22 @@ pub fn jitter(wait: Duration, fraction: f64, unit: f64) -> Duration {
 }
 
 /// Full-jitter exponential backoff for retry `n` (1, 2, …):
-/// `uniform(0, min(max, base × 2^(n-1)))`, with `unit` the uniform draw.
+/// `uniform(0, ceiling(n, base, max))`, with `unit` the uniform draw.
 pub fn backoff(n: u32, base: Duration, max: Duration, unit: f64) -> Duration {
-    let exp = n.saturating_sub(1).min(62);
-    let ceiling = base
-        .checked_mul(1u32.checked_shl(exp).unwrap_or(u32::MAX))
-        .unwrap_or(max)
-        .min(max);
-    ceiling.mul_f64(unit.clamp(0.0, 1.0))
+    ceiling(n, base, max).mul_f64(unit.clamp(0.0, 1.0))
 }
+
+/// The longest backoff of retry `n` (1, 2, …): `min(max, base × 2^(n-1))`.
+/// The same for every `n` from `CEILING_STEADY` on.
+pub fn ceiling(n: u32, base: Duration, max: Duration) -> Duration {
+    let exp = n.saturating_sub(1).min(CEILING_STEADY - 1);
+    base.checked_mul(1u32.checked_shl(exp).unwrap_or(u32::MAX))
+        .unwrap_or(max)
+        .min(max)
+}
+
+/// From this retry on, `ceiling` no longer grows, whatever its arguments.
+pub const CEILING_STEADY: u32 = 63;
 
 #[cfg(test)]
 mod tests {

@@ -42,8 +42,8 @@
 //!   now and then, and an empty bucket is full again within a minute (long
 //!   before a Redis record of an idle scope expires).
 //!
-//! The state is one number and a time, and the last two runs that spent,
-//! kept in the scope's record and changed only under the store's lock (file
+//! The state is one number and a time, and the last few runs that spent
+//! (a run that ended on its own is no company, and leaves them), kept in the scope's record and changed only under the store's lock (file
 //! lock or Redis transaction): each writer reads it, brings it up to the
 //! store's now, changes it and writes it back, so processes merge by taking
 //! turns, with no counter to add up. Retries are counted in thousandths
@@ -64,10 +64,12 @@ pub const REFILL: Duration = Duration::from_secs(10);
 /// Another run's retry makes company this long: an empty bucket refuses a
 /// run only when another one spent from it this recently.
 pub const CROWD: Duration = REFILL;
-/// The runs a record remembers: the two that spent last are enough to tell
-/// any run whether another spent within [`CROWD`] (if it is one of them,
-/// the other is the latest of the rest; if not, the first is).
-const SPENDERS: usize = 2;
+/// The runs a record remembers. The two that spent last would be enough to
+/// tell any run whether another spent within [`CROWD`] (if it is one of
+/// them, the other is the latest of the rest; if not, the first is); a run
+/// that ends on its own leaves the list ([`leave`]), so a few more keep the
+/// runs still going in view.
+const SPENDERS: usize = 4;
 
 /// The budget as `--retry-budget` sets it; `None` (`0`) turns it off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +172,21 @@ pub fn spend(budget: &mut RetryBudget, now: Millis, me: &str) {
     );
     after.spenders.truncate(SPENDERS);
     *budget = after;
+}
+
+/// Run `me` ended, and not because the budget refused it: it is nobody's
+/// company any more (what it spent stays spent), so that the next run alone
+/// (the rerun of a command, a shell loop's next turn) keeps every attempt
+/// it asks for. A run the budget refused stays company for [`CROWD`]: the
+/// runs it was refused beside are a crowd still, and must not each find
+/// themselves alone in turn as the others end.
+pub fn leave(budget: &mut RetryBudget, me: &str) {
+    budget.spenders.retain(|s| s.by != me);
+}
+
+/// Whether run `me` is among the spenders the record remembers.
+pub fn spent_by(budget: &RetryBudget, me: &str) -> bool {
+    budget.spenders.iter().any(|s| s.by == me)
 }
 
 /// A first attempt that succeeded earns the scope part of a retry.
@@ -277,9 +294,9 @@ mod tests {
             assert_eq!(admit(&mut b, 1_000, Some(&TWENTY), 2, run), Ok(()));
         }
         assert_eq!(level(&b, 1_000), 0);
-        // The two that spent last, once each.
+        // The runs that spent, the latest first, once each.
         let by: Vec<&str> = b.spenders.iter().map(|s| s.by.as_str()).collect();
-        assert_eq!(by, ["b", "c"]);
+        assert_eq!(by, ["b", "c", "a"]);
         assert_eq!(admit(&mut b, 1_000, Some(&TWENTY), 2, "d"), Err(11_000));
         assert_eq!(admit(&mut b, 1_000, Some(&TWENTY), 3, "b"), Err(11_000));
         assert_eq!(may_retry(&b, 10_999), Err(11_000));
@@ -313,6 +330,32 @@ mod tests {
         assert_eq!(admit(&mut b, quiet, Some(&TWENTY), 2, "b"), Ok(()));
         // And now "a" has company.
         assert!(crowded(&b, quiet, "a"));
+    }
+
+    #[test]
+    fn a_run_that_ended_is_no_company() {
+        let mut b = RetryBudget::default();
+        for n in 2..=20 {
+            admit(&mut b, 1_000 + n, Some(&TWENTY), n as u32, "a").unwrap();
+        }
+        assert!(spent_by(&b, "a") && crowded(&b, 1_021, "b"));
+        // "a" used its attempts and ended: a rerun right after is alone,
+        // and keeps its attempts, in an empty bucket.
+        leave(&mut b, "a");
+        assert!(!spent_by(&b, "a") && !crowded(&b, 1_021, "b"));
+        for n in 2..=20 {
+            assert_eq!(
+                admit(&mut b, 1_021 + n, Some(&TWENTY), n as u32, "b"),
+                Ok(())
+            );
+        }
+        assert_eq!(level(&b, 1_041), 0, "what they spent stays spent");
+        // Runs that are still going stay in view when one of them leaves.
+        for (i, me) in ["c", "d", "e", "f"].iter().enumerate() {
+            spend(&mut b, 2_000 + i as u64, me);
+        }
+        leave(&mut b, "f");
+        assert!(crowded(&b, 2_010, "e") && crowded(&b, 2_010, "g"));
     }
 
     #[test]

@@ -299,7 +299,8 @@ pub struct ScopePolicy {
     /// How long an open breaker stays open at first when the failures gave
     /// no server delay: the run's own first backoff step.
     pub breaker_first: Duration,
-    /// The longest it stays open between two probes without a server delay.
+    /// The longest it stays open between two probes without a server delay:
+    /// `--breaker-cooldown`, else the run's own longest backoff step.
     pub breaker_cooldown: Duration,
     /// How long a half-open probe may take before another process may probe.
     pub probe_ttl: Duration,
@@ -873,10 +874,14 @@ pub fn queued(state: &ScopeState, me: &str) -> bool {
 }
 
 /// Gives back the probes `me` holds when it ends without a verdict (budget,
-/// cancellation), so that the next process may probe at once; and its place
-/// among the gate's waiters.
-pub fn release(state: &mut ScopeState, me: &str) {
+/// cancellation), so that the next process may probe at once; its place
+/// among the gate's waiters; and, unless the retry budget `refused` it, its
+/// place among the budget's spenders (a run that ended is no company).
+pub fn release(state: &mut ScopeState, me: &str, refused: bool) {
     dequeue(state, me);
+    if !refused {
+        retry_budget::leave(&mut state.retry_budget, me);
+    }
     let endpoints = state.endpoints.iter_mut().map(|e| &mut e.breaker);
     for breaker in std::iter::once(&mut state.breaker).chain(endpoints) {
         if breaker.probed_by(me) {
@@ -1364,7 +1369,7 @@ mod tests {
             admit(&mut s, 10, FAR, &p, "a", EP, true),
             Admission::Go { probe: true, .. }
         ));
-        release(&mut s, "a");
+        release(&mut s, "a", false);
         assert!(matches!(
             admit(&mut s, 20, FAR, &p, "b", EP, true),
             Admission::Go { probe: true, .. }
@@ -1380,8 +1385,16 @@ mod tests {
         }
         admit(&mut s, 21_000, FAR, &p, "d", EP, true);
         assert!(holds_probe(&s, "d"));
-        release(&mut s, "d");
+        release(&mut s, "d", false);
         assert!(!holds_probe(&s, "d"));
+        // A run that ended leaves the retry budget's spenders; one the
+        // budget refused stays among them.
+        retry_budget::spend(&mut s.retry_budget, 21_000, "d");
+        retry_budget::spend(&mut s.retry_budget, 21_000, "f");
+        release(&mut s, "f", true);
+        assert!(retry_budget::spent_by(&s.retry_budget, "f"));
+        release(&mut s, "d", false);
+        assert!(!retry_budget::spent_by(&s.retry_budget, "d"));
         assert!(matches!(
             admit(&mut s, 21_000, FAR, &p, "e", EP, true),
             Admission::Go { probe: true, .. }
@@ -1527,7 +1540,7 @@ mod tests {
         assert!(!queue(&mut s, 0, &p, "c", 5_000), "the queue is full");
         assert!(queue(&mut s, 10, &p, "a", 6_000), "a waiter asks again");
         assert_eq!(s.delayed.len(), 2);
-        release(&mut s, "b");
+        release(&mut s, "b", false);
         assert!(!queued(&s, "b"));
         assert!(queue(&mut s, 20, &p, "c", 5_000), "b's place is free");
         // Past their moment (and its jitter), waiters no longer count.

@@ -452,6 +452,8 @@ mod tests {
         answers: Vec<Answer>,
         sent: Vec<Limits>,
         ranges: Vec<Option<resume::From>>,
+        /// How long each answer takes.
+        takes: Duration,
     }
 
     /// A body that breaks off after its bytes.
@@ -474,7 +476,7 @@ mod tests {
         ) -> Result<Reply, Failure> {
             self.sent.push(limits);
             self.ranges.push(resume.cloned());
-            self.time.advance(Duration::from_millis(10));
+            self.time.advance(self.takes);
             let i = (self.sent.len() - 1).min(self.answers.len() - 1);
             match &self.answers[i] {
                 Ok((status, headers)) => {
@@ -521,6 +523,10 @@ mod tests {
         /// `--check`'s answers, for a write.
         checks: Option<Vec<Answer>>,
         retry_budget: Option<BudgetPolicy>,
+        /// The breaker's first and longest interval without a server delay.
+        breaker: (Duration, Duration),
+        /// How long each attempt takes.
+        takes: Duration,
     }
 
     /// The epoch time of the fake clock's start plus `ms`.
@@ -541,6 +547,8 @@ mod tests {
                 max_concurrent: None,
                 checks: None,
                 retry_budget: Some(BudgetPolicy { per_success: 200 }),
+                breaker: (Duration::from_millis(500), Duration::from_secs(30)),
+                takes: Duration::from_millis(10),
             }
         }
 
@@ -569,8 +577,8 @@ mod tests {
                 let policy = ScopePolicy {
                     rate_interval: None,
                     breaker_threshold: 5,
-                    breaker_first: Duration::from_millis(500),
-                    breaker_cooldown: Duration::from_secs(30),
+                    breaker_first: self.breaker.0,
+                    breaker_cooldown: self.breaker.1,
                     probe_ttl: Duration::from_secs(31),
                     retry_budget: self.retry_budget,
                     max_delayed: None,
@@ -589,6 +597,7 @@ mod tests {
                 answers: self.answers,
                 sent: vec![],
                 ranges: vec![],
+                takes: self.takes,
             };
             let checker = self.checks.map(|answers| {
                 std::cell::RefCell::new(Scripted {
@@ -596,6 +605,7 @@ mod tests {
                     answers,
                     sent: vec![],
                     ranges: vec![],
+                    takes: self.takes,
                 })
             });
             let mut redactor = Redactor::default();
@@ -1112,5 +1122,59 @@ mod tests {
         assert_eq!(sleeps[0], 250);
         assert_eq!(sleeps.len(), 2, "{sleeps:?}");
         assert!(sleeps[1] >= 740, "{sleeps:?}");
+    }
+
+    #[test]
+    fn a_lone_run_against_a_host_that_is_down_makes_every_attempt_asked() {
+        let connect = Duration::from_secs(10);
+        let case = |attempts, draw, takes, old: bool| {
+            let mut case = Case::new(vec![Err(Phase::BeforeSend)]);
+            case.policy.attempts = attempts;
+            case.draw = draw;
+            case.takes = takes;
+            case.scope = Some(ScopeState::default());
+            case.breaker = case.policy.breaker_intervals(None);
+            let scope = ScopePolicy {
+                rate_interval: None,
+                breaker_threshold: 5,
+                breaker_first: case.breaker.0,
+                breaker_cooldown: case.breaker.1,
+                probe_ttl: Duration::ZERO,
+                retry_budget: None,
+                max_delayed: None,
+            };
+            case.policy.budget = decision::default_budget(&case.policy, &scope, connect);
+            if old {
+                // The defaults before: a 30 s cooldown and a 60 s budget.
+                case.breaker.1 = Duration::from_secs(30);
+                case.policy.budget = Duration::from_secs(60);
+            }
+            case.run()
+        };
+        // Refused at once, or after the whole connect timeout; the backoff
+        // drawn at its least, its middle and its most.
+        for takes in [Duration::from_millis(10), connect] {
+            for draw in [0.0, 0.5, 0.999_999] {
+                for attempts in [4, 6, 20, 45] {
+                    let (record, sent, _) = case(attempts, draw, takes, false);
+                    let what = format!("--attempts {attempts}, draw {draw}, {takes:?} each");
+                    assert_eq!(sent.len(), attempts as usize, "{what}: {:?}", record.ending);
+                    // Its own failures opened the breaker, once there were enough.
+                    let kind = if attempts >= 5 {
+                        Kind::CircuitOpen
+                    } else {
+                        Kind::RetryExhausted
+                    };
+                    assert_eq!(record.kind(), kind, "{what}");
+                }
+            }
+        }
+        let (record, sent, _) = case(20, 0.5, Duration::from_millis(10), true);
+        assert!(
+            sent.len() < 20,
+            "the old defaults cut it short: {}",
+            sent.len()
+        );
+        assert_eq!(record.kind(), Kind::CircuitOpen);
     }
 }

@@ -20,6 +20,7 @@ use std::time::Duration;
 use crate::clock::{self, Millis};
 
 use crate::rules::pace::{self, Quota};
+use crate::rules::retry_budget;
 use crate::rules::scope::{self, Admission, BreakerNews, Lesson, Level, ScopePolicy, ScopeState};
 
 /// What the scope says before an attempt, relative to now.
@@ -366,11 +367,14 @@ impl Shared {
         }
     }
 
-    /// At the end of a run: gives back the probes this process claimed but never used.
-    pub fn release(&self) {
+    /// At the end of a run: gives back the probes this process claimed but
+    /// never used, and (unless the retry budget `refused` it) its place among
+    /// the budget's spenders.
+    pub fn release(&self, refused: bool) {
         let seen = self.seen.borrow().clone();
-        if scope::holds_probe(&seen, &self.me) || scope::queued(&seen, &self.me) {
-            self.update(&mut |state, _| scope::release(state, &self.me));
+        let spender = !refused && retry_budget::spent_by(&seen.retry_budget, &self.me);
+        if scope::holds_probe(&seen, &self.me) || scope::queued(&seen, &self.me) || spender {
+            self.update(&mut |state, _| scope::release(state, &self.me, refused));
         }
     }
 

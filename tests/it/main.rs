@@ -8,6 +8,7 @@ mod util;
 mod agent;
 mod batch;
 mod curl;
+mod defaults;
 mod delays;
 mod demo;
 mod docs;

@@ -745,6 +745,14 @@ pub fn state_files(dir: &std::path::Path) -> Vec<String> {
     texts
 }
 
+/// A number that tells apart the scopes of tests sharing one Redis.
+pub fn rand_suffix() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+}
+
 /// Runs each scenario on both backends: `files::name` and `redis::name`
 /// (the latter ignored, saying why, when there is no Redis; see build.rs).
 macro_rules! on_both_backends {
