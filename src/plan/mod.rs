@@ -313,9 +313,17 @@ pub fn plan_with(cli: &Cli, overrides: &Overrides, stdin: &mut dyn Read) -> Resu
     if cli.policy.budget.is_none() {
         policy.budget = decision::default_budget(&policy, &scope_policy, r.connect_timeout);
     }
-    // A probe that has not reported by the end of its attempt is presumed lost.
-    scope_policy.probe_ttl =
-        r.max_time.unwrap_or(policy.budget).min(policy.budget) + Duration::from_secs(1);
+    // A probe that has not reported by the end of its attempt is presumed
+    // lost; never later than a default budget's end, so that a run killed
+    // while probing holds the others no longer than a plain run could,
+    // however far --attempts stretched its own budget (a live probe that
+    // takes longer costs one more probe, not a wait).
+    scope_policy.probe_ttl = r
+        .max_time
+        .unwrap_or(policy.budget)
+        .min(policy.budget)
+        .min(decision::DEFAULT_BUDGET)
+        + Duration::from_secs(1);
     let a = &cli.agent;
     // A range of the user's own, or a body held whole for --require, is
     // never continued.
@@ -856,7 +864,10 @@ mod tests {
                 !p.policy.hard_budget,
                 "{args:?}: a default never cuts a body"
             );
-            assert!(p.scope_policy.probe_ttl > p.policy.budget);
+            assert_eq!(
+                p.scope_policy.probe_ttl,
+                decision::DEFAULT_BUDGET + Duration::from_secs(1)
+            );
         }
         let p = plan_of(&["--attempts", "20", "--connect-timeout", "1", "h"]).unwrap();
         assert!((secs(&p) - (140.25 + 20.0)).abs() < 0.001, "{}", secs(&p));
