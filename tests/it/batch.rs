@@ -424,3 +424,84 @@ fn a_task_prefix_keeps_one_key_per_item_across_reruns() {
     distinct.dedup();
     assert_eq!(distinct.len(), 3, "{keys:?}");
 }
+
+/// A server that reads each request's head and never answers; counts the
+/// requests it read.
+fn silent() -> (Raw, Arc<AtomicUsize>) {
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&requests);
+    let server = raw(move |stream: TcpStream| {
+        if !read_head(&stream).is_empty() {
+            counted.fetch_add(1, SeqCst);
+        }
+        // Held open, unanswered, until the client gives up.
+        let _ = std::io::Read::read(&mut &stream, &mut [0u8; 1]);
+    });
+    (server, requests)
+}
+
+#[test]
+fn an_item_whose_server_never_answers_ends_at_its_budget() {
+    // A batch's attempts run on its workers' own threads: the answer's
+    // deadline is then kept by the transport's timer, not by a waiting caller.
+    let (server, requests) = silent();
+    let dir = temp_dir("batch-silent");
+    let lines: Vec<String> = (1..=3).map(|n| format!("{}/{n}", server.url())).collect();
+    let batch = write_batch(&dir, &lines);
+    let state = Backend::files("batch-silent-state");
+    // A default budget (ABIDE_BUDGET), which bounds the answer's head but
+    // not a whole attempt: only the head's deadline can end these.
+    let mut cmd = state.abide(&[
+        "--batch",
+        &batch,
+        "--parallel",
+        "3",
+        "--attempts",
+        "1",
+        "--stall",
+        "20s",
+    ]);
+    cmd.env("ABIDE_BUDGET", "300ms");
+    let run = finish(cmd, b"");
+    let lines = outcomes(&run);
+    assert_eq!(lines.len(), 3, "{}", run.stderr);
+    for line in &lines {
+        assert_ne!(line["outcome"], "SUCCEEDED", "{line}");
+        let error = line["error"].as_str().unwrap_or_default();
+        assert!(error.contains("time"), "not a timeout: {line}");
+        let elapsed = line["elapsed_ms"].as_u64().unwrap();
+        // Never before the deadline; and ended by it, not by the stall.
+        assert!((300..20_000).contains(&elapsed), "{line}");
+    }
+    assert_ne!(run.code, 0);
+    assert_eq!(requests.load(SeqCst), 3);
+}
+
+#[test]
+fn a_signal_cuts_the_items_in_flight_and_sends_no_more() {
+    let (server, requests) = silent();
+    let dir = temp_dir("batch-sigint");
+    let lines: Vec<String> = (1..=10).map(|n| format!("{}/{n}", server.url())).collect();
+    let batch = write_batch(&dir, &lines);
+    let state = Backend::files("batch-sigint-state");
+    let mut live = Live::spawn(state.abide(&["--batch", &batch, "--parallel", "2"]));
+    let start = Instant::now();
+    while requests.load(SeqCst) < 2 {
+        assert!(start.elapsed() < Duration::from_secs(10), "nothing sent");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    live.signal(libc::SIGINT);
+    let run = live.finish();
+    // The process ends by the signal, as a shell loop expects.
+    assert_eq!(run.signal, Some(libc::SIGINT), "{}", run.stderr);
+    let lines = outcomes(&run);
+    assert_eq!(lines.len(), 2, "only the two in flight end: {lines:?}");
+    for line in &lines {
+        assert_eq!(line["outcome"], "CANCELLED", "{line}");
+    }
+    assert_eq!(
+        requests.load(SeqCst),
+        2,
+        "an item was sent after the signal"
+    );
+}
