@@ -201,6 +201,9 @@ impl Loop<'_> {
                 .quota
                 .and_then(crate::rules::ratelimit::exhausted)
                 .filter(|_| attempted.server.is_none()),
+            quota: attempted.quota,
+            // Counted by the scope state, which knows this process's flights.
+            in_flight: 0,
         };
         // For --rate auto: whether the server refused, and its quota.
         let answer = attempted
