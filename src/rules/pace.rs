@@ -54,8 +54,15 @@ use crate::clock::{Millis, ceil_ms};
 
 /// The multiplicative cut on a refusal.
 pub const BETA: f64 = 0.7;
-/// The CUBIC scale constant, in requests/s per second cubed.
+/// The CUBIC scale constant, in requests/s per second cubed, of the climb
+/// back after a cut.
 pub const C: f64 = 0.4;
+/// The scale of the probe beyond the plateau: a quarter of [`C`].
+pub const C_PROBE: f64 = 0.1;
+/// Where the curve flattens after a cut, as a share of the refused rate.
+pub const PLATEAU: f64 = 0.97;
+/// Slow start doubles the rate every this many seconds.
+const DOUBLING: f64 = 0.5;
 /// The width of a bucket of the measured rate.
 const BUCKET: Millis = 500;
 /// The weight of the newest bucket in the measured rate.
@@ -85,8 +92,8 @@ impl Default for Params {
 pub struct Pace {
     /// The pace now.
     pub rate: u64,
-    /// `W`, the rate last refused (or set by a quota); `None` while the
-    /// scope is still in slow start.
+    /// Where the curve flattens: just under the rate last refused, or the
+    /// rate a quota set; `None` while the scope is still in slow start.
     pub peak: Option<u64>,
     /// Slow start: when it began. After a cut or a quota: the moment the
     /// curve comes back to `peak`.
@@ -137,9 +144,9 @@ fn milli(rate: f64) -> u64 {
     (rate * 1000.0) as u64
 }
 
-/// `K`, in seconds: how long the curve takes from `β·W` back to `W`.
-fn zero_point(peak: f64) -> f64 {
-    (peak * (1.0 - BETA) / C).cbrt()
+/// `K`, in seconds: how long the curve takes from `from` up to `peak`.
+fn zero_point(from: f64, peak: f64) -> f64 {
+    ((peak - from).max(0.0) / C).cbrt()
 }
 
 /// The spacing between request starts the scope keeps now.
@@ -172,10 +179,10 @@ pub fn learn(pace: &mut Option<Pace>, now: Millis, answer: &Answer, params: &Par
         if answer.sent < p.calm_until {
             return Change::Curve;
         }
-        let peak = current;
+        let to = current * BETA;
+        let peak = current * PLATEAU;
         p.peak = Some(milli(peak));
-        p.since = now.saturating_add(ceil_ms(Duration::from_secs_f64(zero_point(peak))));
-        let to = peak * BETA;
+        p.since = now.saturating_add(ceil_ms(Duration::from_secs_f64(zero_point(to, peak))));
         (to, Change::Cut { from: current, to })
     } else if let Some(q) = answer.quota.filter(|q| !q.reset.is_zero()) {
         let to = q.remaining as f64 / q.reset.as_secs_f64();
@@ -218,8 +225,9 @@ impl Pace {
     fn curve(&self, now: Millis, params: &Params) -> f64 {
         let t = (now as f64 - self.since as f64) / 1000.0;
         match self.peak {
-            None => params.start * t.max(0.0).exp2(),
-            Some(peak) => per_s(peak) + C * t.powi(3),
+            None => params.start * (t.max(0.0) / DOUBLING).exp2(),
+            Some(peak) if t < 0.0 => per_s(peak) + C * t.powi(3),
+            Some(peak) => per_s(peak) + C_PROBE * t.powi(3),
         }
     }
 }
@@ -249,12 +257,12 @@ mod tests {
     }
 
     #[test]
-    fn starts_moderately_and_doubles_each_second_while_answers_succeed() {
+    fn starts_moderately_and_doubles_each_half_second_while_answers_succeed() {
         let params = Params::default();
         assert_eq!(interval(None, &params), Duration::from_millis(200));
         let mut pace = None;
         // 10 answers a second: the measured rate never caps a pace of 5 → 20.
-        for i in 0..=20 {
+        for i in 0..=10 {
             learn(&mut pace, T0 + i * 100, &ok(T0 + i * 100), &params);
         }
         let r = rate(pace.as_ref(), &params);
@@ -275,29 +283,31 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_cuts_and_the_curve_comes_back_to_the_refused_rate() {
+    fn a_refusal_cuts_and_the_curve_flattens_just_under_the_refused_rate() {
         let params = Params::default();
         let mut pace = None;
-        for i in 0..=20 {
+        for i in 0..=10 {
             learn(&mut pace, T0 + i * 100, &ok(T0 + i * 100), &params);
         }
         let before = rate(pace.as_ref(), &params);
-        let now = T0 + 2050;
+        let now = T0 + 1050;
         let Change::Cut { from, to } = learn(&mut pace, now, &refused(now - 5), &params) else {
             panic!("no cut")
         };
         assert_eq!(from, before);
         assert!(to <= BETA * before, "{to} {before}");
         let peak = per_s(pace.as_ref().unwrap().peak.unwrap());
+        assert!((peak - PLATEAU * before).abs() < 1e-3, "{peak} {before}");
         // A second refusal of a request sent right after the cut is old news.
         assert_eq!(
             learn(&mut pace, now + 10, &refused(now + 5), &params),
             Change::Curve
         );
         assert_eq!(rate(pace.as_ref(), &params), to);
-        // K seconds later the curve is back at W (answers at 20/s keep the
-        // measured rate from capping it).
-        let k = ceil_ms(Duration::from_secs_f64(zero_point(peak)));
+        // K seconds later the curve is at its plateau (answers at 20/s keep
+        // the measured rate from capping it), and a second later it has
+        // probed only a tenth of a request/s beyond it.
+        let k = ceil_ms(Duration::from_secs_f64(zero_point(to, peak)));
         let mut t = now;
         while t < now + k {
             t += 50;
@@ -305,6 +315,12 @@ mod tests {
         }
         let back = rate(pace.as_ref(), &params);
         assert!((back - peak).abs() < 0.2, "{back} vs {peak}");
+        while t < now + k + 1000 {
+            t += 50;
+            learn(&mut pace, t, &ok(t - 5), &params);
+        }
+        let probed = rate(pace.as_ref(), &params) - peak;
+        assert!((0.0..=C_PROBE + 1e-3).contains(&probed), "{probed}");
     }
 
     #[test]

@@ -170,6 +170,11 @@ impl Shared {
         self.just_in_time()
     }
 
+    /// Whether the scope's pace is learned (`--rate auto`).
+    pub fn learns_pace(&self) -> bool {
+        self.pace.is_some()
+    }
+
     /// `--rate` slots taken just in time, never reserved ahead: the next
     /// slot is then spaced from when this request really went, so that a
     /// late wake-up (a loaded machine, a worker among many) cannot bring
