@@ -4,21 +4,28 @@
 //! The rule, after AWS's adaptive retry mode and TCP CUBIC:
 //!
 //! - **Start** at [`Params::start`] (5 requests/s) and, until the first
-//!   refusal, double the rate every second (slow start).
+//!   refusal, double the rate every half second (slow start: 20/s after a
+//!   second, where doubling every second took two and cost a second of
+//!   a 20 s batch).
 //! - **On a refusal** (a 429, or a `RateLimit` field saying the quota is used
-//!   up), remember the rate the server refused, `W`, and go on at `β·W`,
-//!   with `β = 0.7`. `W` is the pace abide kept, not (as AWS) the lower of
-//!   it and the measured rate: on a rising curve the measured rate lags by
-//!   half a bucket, and in the simulation below that put `W` 7 % (after
-//!   slow start, 33 %) too low and cost 4 % of the throughput. Refusals of
+//!   up), go on at `β·W`, with `β = 0.7` and `W` the rate the server
+//!   refused. `W` is the pace abide kept, not (as AWS) the lower of it and
+//!   the measured rate: on a rising curve the measured rate lags by half a
+//!   bucket, and in the simulation below that put `W` 7 % (after slow
+//!   start, 33 %) too low and cost 4 % of the throughput. Refusals of
 //!   requests sent before the cut took effect (sent before it, or within
 //!   one new interval after it, since their spacing came from the old
 //!   rate) teach nothing new and cut nothing.
-//! - **While answers succeed**, follow the CUBIC curve
-//!   `W + C·(t − K)³` with `C = 0.4` and `t` the seconds since the cut:
-//!   it is `β·W` at the cut, climbs fast and then flattens as it comes back
-//!   to `W` after `K = ∛(W·(1 − β)/C)` seconds, stays near `W` for a while,
-//!   and then probes above it, faster and faster.
+//! - **While answers succeed**, climb the CUBIC curve back to a plateau
+//!   just under the refused rate, `P = 0.97·W`: `P + C·(t − K)³` with
+//!   `C = 0.4` and `t` the seconds since the cut, which is `β·W` at the cut,
+//!   climbs fast and flattens as it comes to `P` after
+//!   `K = ∛((P − β·W)/C)` seconds. Beyond `K` it probes above `P` four
+//!   times more gently, `P + C/4·(t − K)³`. Against a limiter without
+//!   burst, `W` itself is refused again at once: a curve flat at `W` (as
+//!   CUBIC's) made every cycle end at `K` with a cut, one in 2.5 s at 20/s;
+//!   flat just under it, a cycle lasts until the probe finds the limit, and
+//!   the cuts (each costs `(1 − β)/4` of a cycle's pace) are half as many.
 //! - **Never more than twice the measured rate**: answers are counted in
 //!   buckets of half a second, smoothed (`0.8·new + 0.2·old`). A pace the
 //!   scope did not actually keep proves nothing, so a scope held back by
@@ -35,10 +42,10 @@
 //!
 //! Against nginx-like limiting at 20/s without burst (a fake-clock
 //! simulation in the tests: 8 workers, 1–4 ms of network each way), 400
-//! requests see 11 refused of 411 sent and finish at 16.6/s, 0.83 of the
-//! limit. Lower limits cost more refusals (one per CUBIC cycle of `K`
-//! seconds: 6 % at 10/s), higher ones more of the start (0.73 of the limit
-//! at 40/s over 400 requests).
+//! requests see 7 refused of 407 sent and finish at 17.2/s, 0.86 of the
+//! limit (with doubling each second, a plateau at `W` and one `C`: 11 of
+//! 411, 0.83). Lower limits cost more refusals (4 % at 10/s), higher ones
+//! more of the start (0.77 of the limit at 40/s over 400 requests).
 //!
 //! The rule is evaluated at each answer, under the scope state's lock, and
 //! its state ([`Pace`]) lives in the scope's record: several batches, or a

@@ -162,7 +162,7 @@ impl Loop<'_> {
     /// spent; a first attempt that succeeded earns it. A retry after a 429
     /// or 503 without a server delay closes the scope's gate for the
     /// backoff chosen, so that the scope's other runs back off with it
-    /// (unless the scope learns its pace, which the refusal cut).
+    /// (but a 429 under `--rate auto`, which cut the scope's pace).
     pub(super) fn spend_retry(&self, number: u32, status: Option<u16>, next: Next) -> Next {
         let Some(shared) = self.shared else {
             return next;
@@ -170,10 +170,11 @@ impl Loop<'_> {
         match &next {
             Next::Wait(wait) => {
                 let backoff = matches!(wait.cause, WaitCause::Backoff { .. });
-                // Under --rate auto the refusal already cut the scope's pace:
-                // that is its backoff, and holding every request for this
-                // one's too would idle the scope well below what it learned.
-                let gate = (scope::backoff_closes_gate(status, !backoff) && !shared.learns_pace())
+                // Under --rate auto a 429 already cut the scope's pace: that
+                // is its backoff, and holding every request for this one's
+                // too would idle the scope well below what it learned.
+                let paced = status == Some(429) && shared.learns_pace();
+                let gate = (scope::backoff_closes_gate(status, !backoff) && !paced)
                     .then_some(wait.duration);
                 let refused = shared.before_retry(number + 1, gate).err();
                 decision::budget_refused(next, refused)
