@@ -1,6 +1,7 @@
 //! What one scope (an API key, an origin) remembers across processes, and the
-//! pure rules over it: the Retry-After gate, pacing from rate-limit headers,
-//! `--rate` (the generic cell rate algorithm, one timestamp per scope), and
+//! pure rules over it: the Retry-After gate, the quota rate-limit headers
+//! say is left (no more requests let go than it), `--rate` (the generic
+//! cell rate algorithm, one timestamp per scope), and
 //! the circuit breakers (the scope's, and one per failing endpoint) with
 //! their single half-open probe. Times are wall-clock milliseconds since the
 //! epoch, because they are shared between processes.

@@ -1,7 +1,8 @@
 //! Admission: before an attempt, the scope's breaker, gate and `--rate`,
 //! then a `--max-concurrent` slot, waited for as the scope says or ending
 //! the run; after it, what the scope learns (a Retry-After or a used-up
-//! quota closes the gate, failures count towards the breaker).
+//! quota closes the gate, the quota an answer says is left bounds the
+//! requests let go until it resets, failures count towards the breaker).
 
 use std::time::Duration;
 
