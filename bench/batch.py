@@ -200,6 +200,12 @@ def report(results, with_abide, runs):
         rows = [rs for (c, _), rs in results.items() if c == case]
         if rows:
             print(f"{case}: the ideal is {PACED_ITEMS / RATE:.0f} s ({PACED_ITEMS} items at {RATE}/s)")
+    ideal = PACED_ITEMS / RATE
+    for (case, name), rows in results.items():
+        if case == "learned" and name.startswith("abide"):
+            runs = ", ".join(f"{r['elapsed'] / ideal:.2f}× {100 * r['r429'] / r['requests']:.1f} %"
+                             for r in rows)
+            print(f"learned, each run (time to the ideal, share of 429s): {runs}")
     if not with_abide:
         print("abide rows skipped: this abide has no --batch")
 

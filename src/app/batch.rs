@@ -19,16 +19,18 @@ use crate::batch::input::{Item, Line as BatchLine, Lines};
 use crate::batch::journal::Journal;
 use crate::batch::summary::Summary;
 use crate::batch::template::Template;
-use crate::cli::Cli;
+use crate::cli::{Cli, RateFlag};
 use crate::edge::cancel::Cancel;
 use crate::edge::http::{Body, Http, Request};
+use crate::edge::net::WireSpacing;
 use crate::edge::sink::Sink;
 use crate::exit::Kind;
 use crate::plan::{self, OutcomeTo, Overrides, Plan};
 use crate::report::audit::Audit;
 use crate::report::outcome::Line;
 use crate::report::progress;
-use crate::rules::scope::ScopeState;
+use crate::rules::pace::{self, Pace};
+use crate::rules::scope::{self, ScopeState};
 use crate::run::record::Record;
 use crate::state::{Slot, Store, Stored};
 
@@ -58,14 +60,26 @@ struct Batch<'a> {
     null: File,
     /// The scope store, opened with the first item's plan (or why not).
     store: OnceLock<Result<Option<Turns>, String>>,
+    /// `--rate auto`: the spacing of the writes, as the pace is learned.
+    spacing: Option<Arc<WireSpacing>>,
+}
+
+/// The spacing of a batch's writes at the pace learned so far.
+fn learned_spacing(pace: Option<&Pace>) -> Duration {
+    scope::wire_spacing(pace::interval(pace, &pace::Params::default()))
 }
 
 /// The batch's one scope store, which its workers take in turns: they queue
 /// on a mutex instead of polling the store's lock against each other (four
 /// workers polling one file lock starved one of them past the store's
 /// 500 ms patience on a loaded machine).
+///
+/// Under `--rate auto` each change of the record also sets the spacing of
+/// the batch's writes to the pace learned so far: the scope lets requests
+/// go at the pace, and a worker's thread that waited for a core before
+/// writing must not bring its request closer to the next one than that.
 #[derive(Clone)]
-struct Turns(Arc<Mutex<Box<dyn Store + Send>>>);
+struct Turns(Arc<Mutex<Box<dyn Store + Send>>>, Option<Arc<WireSpacing>>);
 
 impl Turns {
     fn with<T>(&self, f: impl FnOnce(&dyn Store) -> T) -> T {
@@ -82,7 +96,15 @@ impl Store for Turns {
         scope: &str,
         change: &mut dyn FnMut(&mut ScopeState, crate::clock::Millis),
     ) -> io::Result<()> {
-        self.with(|s| s.update(scope, change))
+        let Some(spacing) = &self.1 else {
+            return self.with(|s| s.update(scope, change));
+        };
+        self.with(|s| {
+            s.update(scope, &mut |state, now| {
+                change(state, now);
+                spacing.set_interval(learned_spacing(state.pace.as_ref()));
+            })
+        })
     }
     fn try_slot(&self, scope: &str, limit: u32, lease: Duration) -> io::Result<Option<Slot>> {
         self.with(|s| s.try_slot(scope, limit, lease))
@@ -184,8 +206,14 @@ impl<'a> Batch<'a> {
         };
         // The bar stands for the per-request displays; -v writes lines instead.
         let bar = (progress::on_terminal(face.silent) && !face.verbose).then(|| bar(total));
+        let mut settings = plan::settings(cli, "", &mut crate::redact::Redactor::default())?;
+        let spacing = (cli.scope.rate == Some(RateFlag::Auto))
+            .then(|| Arc::new(WireSpacing::new(learned_spacing(None))));
+        if spacing.is_some() {
+            settings.net.wire_spacing.clone_from(&spacing);
+        }
         let http = Http::new(
-            &plan::settings(cli, "", &mut crate::redact::Redactor::default())?,
+            &settings,
             // Never sent: each item's request replaces it.
             Request {
                 method: "GET".into(),
@@ -239,6 +267,7 @@ impl<'a> Batch<'a> {
             cancel,
             audits,
             store: OnceLock::new(),
+            spacing,
             null: File::options()
                 .write(true)
                 .open("/dev/null")
@@ -352,7 +381,8 @@ impl<'a> Batch<'a> {
         }
         // Opened with the first item's plan (the backend is the flags').
         let store = self.store.get_or_init(|| {
-            let opened = open_store(&plan).map(|s| s.map(|s| Turns(Arc::new(Mutex::new(s)))));
+            let opened = open_store(&plan)
+                .map(|s| s.map(|s| Turns(Arc::new(Mutex::new(s)), self.spacing.clone())));
             if let (Err(e), false) = (&opened, plan.state_required) {
                 eprintln!(
                     "abide: warning: the shared state is unavailable ({e}); going on without it"

@@ -7,6 +7,7 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -111,23 +112,33 @@ pub struct Net {
 /// server too soon for a limiter with no burst.
 #[derive(Debug)]
 pub struct WireSpacing {
-    interval: Duration,
+    /// In nanoseconds: `--rate auto` changes it as the pace is learned.
+    interval: AtomicU64,
     last: Mutex<Option<Instant>>,
 }
 
 impl WireSpacing {
     pub fn new(interval: Duration) -> WireSpacing {
-        WireSpacing {
-            interval,
+        let spacing = WireSpacing {
+            interval: AtomicU64::new(0),
             last: Mutex::new(None),
-        }
+        };
+        spacing.set_interval(interval);
+        spacing
+    }
+
+    /// The spacing from now on.
+    pub fn set_interval(&self, interval: Duration) {
+        let nanos = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+        self.interval.store(nanos, Ordering::Relaxed);
     }
 
     /// Waits until `interval` after the last request's write, and marks
     /// this one's; the turns are kept in order by the lock.
     pub fn wait_turn(&self) {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(due) = last.map(|at| at + self.interval) {
+        let interval = Duration::from_nanos(self.interval.load(Ordering::Relaxed));
+        if let Some(due) = last.map(|at| at + interval) {
             let now = Instant::now();
             if due > now {
                 std::thread::sleep(due - now);

@@ -4,21 +4,28 @@
 //! The rule, after AWS's adaptive retry mode and TCP CUBIC:
 //!
 //! - **Start** at [`Params::start`] (5 requests/s) and, until the first
-//!   refusal, double the rate every second (slow start).
+//!   refusal, double the rate every half second (slow start: 20/s after a
+//!   second, where doubling every second took two and cost a second of
+//!   a 20 s batch).
 //! - **On a refusal** (a 429, or a `RateLimit` field saying the quota is used
-//!   up), remember the rate the server refused, `W`, and go on at `β·W`,
-//!   with `β = 0.7`. `W` is the pace abide kept, not (as AWS) the lower of
-//!   it and the measured rate: on a rising curve the measured rate lags by
-//!   half a bucket, and in the simulation below that put `W` 7 % (after
-//!   slow start, 33 %) too low and cost 4 % of the throughput. Refusals of
+//!   up), go on at `β·W`, with `β = 0.7` and `W` the rate the server
+//!   refused. `W` is the pace abide kept, not (as AWS) the lower of it and
+//!   the measured rate: on a rising curve the measured rate lags by half a
+//!   bucket, and in the simulation below that put `W` 7 % (after slow
+//!   start, 33 %) too low and cost 4 % of the throughput. Refusals of
 //!   requests sent before the cut took effect (sent before it, or within
 //!   one new interval after it, since their spacing came from the old
 //!   rate) teach nothing new and cut nothing.
-//! - **While answers succeed**, follow the CUBIC curve
-//!   `W + C·(t − K)³` with `C = 0.4` and `t` the seconds since the cut:
-//!   it is `β·W` at the cut, climbs fast and then flattens as it comes back
-//!   to `W` after `K = ∛(W·(1 − β)/C)` seconds, stays near `W` for a while,
-//!   and then probes above it, faster and faster.
+//! - **While answers succeed**, climb the CUBIC curve back to a plateau
+//!   just under the refused rate, `P = 0.97·W`: `P + C·(t − K)³` with
+//!   `C = 0.4` and `t` the seconds since the cut, which is `β·W` at the cut,
+//!   climbs fast and flattens as it comes to `P` after
+//!   `K = ∛((P − β·W)/C)` seconds. Beyond `K` it probes above `P` four
+//!   times more gently, `P + C/4·(t − K)³`. Against a limiter without
+//!   burst, `W` itself is refused again at once: a curve flat at `W` (as
+//!   CUBIC's) made every cycle end at `K` with a cut, one in 2.5 s at 20/s;
+//!   flat just under it, a cycle lasts until the probe finds the limit, and
+//!   the cuts (each costs `(1 − β)/4` of a cycle's pace) are half as many.
 //! - **Never more than twice the measured rate**: answers are counted in
 //!   buckets of half a second, smoothed (`0.8·new + 0.2·old`). A pace the
 //!   scope did not actually keep proves nothing, so a scope held back by
@@ -35,10 +42,10 @@
 //!
 //! Against nginx-like limiting at 20/s without burst (a fake-clock
 //! simulation in the tests: 8 workers, 1–4 ms of network each way), 400
-//! requests see 11 refused of 411 sent and finish at 16.6/s, 0.83 of the
-//! limit. Lower limits cost more refusals (one per CUBIC cycle of `K`
-//! seconds: 6 % at 10/s), higher ones more of the start (0.73 of the limit
-//! at 40/s over 400 requests).
+//! requests see 7 refused of 407 sent and finish at 17.2/s, 0.86 of the
+//! limit (with doubling each second, a plateau at `W` and one `C`: 11 of
+//! 411, 0.83). Lower limits cost more refusals (4 % at 10/s), higher ones
+//! more of the start (0.77 of the limit at 40/s over 400 requests).
 //!
 //! The rule is evaluated at each answer, under the scope state's lock, and
 //! its state ([`Pace`]) lives in the scope's record: several batches, or a
@@ -54,8 +61,15 @@ use crate::clock::{Millis, ceil_ms};
 
 /// The multiplicative cut on a refusal.
 pub const BETA: f64 = 0.7;
-/// The CUBIC scale constant, in requests/s per second cubed.
+/// The CUBIC scale constant, in requests/s per second cubed, of the climb
+/// back after a cut.
 pub const C: f64 = 0.4;
+/// The scale of the probe beyond the plateau: a quarter of [`C`].
+pub const C_PROBE: f64 = 0.1;
+/// Where the curve flattens after a cut, as a share of the refused rate.
+pub const PLATEAU: f64 = 0.97;
+/// Slow start doubles the rate every this many seconds.
+const DOUBLING: f64 = 0.5;
 /// The width of a bucket of the measured rate.
 const BUCKET: Millis = 500;
 /// The weight of the newest bucket in the measured rate.
@@ -85,8 +99,8 @@ impl Default for Params {
 pub struct Pace {
     /// The pace now.
     pub rate: u64,
-    /// `W`, the rate last refused (or set by a quota); `None` while the
-    /// scope is still in slow start.
+    /// Where the curve flattens: just under the rate last refused, or the
+    /// rate a quota set; `None` while the scope is still in slow start.
     pub peak: Option<u64>,
     /// Slow start: when it began. After a cut or a quota: the moment the
     /// curve comes back to `peak`.
@@ -137,9 +151,9 @@ fn milli(rate: f64) -> u64 {
     (rate * 1000.0) as u64
 }
 
-/// `K`, in seconds: how long the curve takes from `β·W` back to `W`.
-fn zero_point(peak: f64) -> f64 {
-    (peak * (1.0 - BETA) / C).cbrt()
+/// `K`, in seconds: how long the curve takes from `from` up to `peak`.
+fn zero_point(from: f64, peak: f64) -> f64 {
+    ((peak - from).max(0.0) / C).cbrt()
 }
 
 /// The spacing between request starts the scope keeps now.
@@ -172,10 +186,10 @@ pub fn learn(pace: &mut Option<Pace>, now: Millis, answer: &Answer, params: &Par
         if answer.sent < p.calm_until {
             return Change::Curve;
         }
-        let peak = current;
+        let to = current * BETA;
+        let peak = current * PLATEAU;
         p.peak = Some(milli(peak));
-        p.since = now.saturating_add(ceil_ms(Duration::from_secs_f64(zero_point(peak))));
-        let to = peak * BETA;
+        p.since = now.saturating_add(ceil_ms(Duration::from_secs_f64(zero_point(to, peak))));
         (to, Change::Cut { from: current, to })
     } else if let Some(q) = answer.quota.filter(|q| !q.reset.is_zero()) {
         let to = q.remaining as f64 / q.reset.as_secs_f64();
@@ -218,8 +232,9 @@ impl Pace {
     fn curve(&self, now: Millis, params: &Params) -> f64 {
         let t = (now as f64 - self.since as f64) / 1000.0;
         match self.peak {
-            None => params.start * t.max(0.0).exp2(),
-            Some(peak) => per_s(peak) + C * t.powi(3),
+            None => params.start * (t.max(0.0) / DOUBLING).exp2(),
+            Some(peak) if t < 0.0 => per_s(peak) + C * t.powi(3),
+            Some(peak) => per_s(peak) + C_PROBE * t.powi(3),
         }
     }
 }
@@ -249,12 +264,12 @@ mod tests {
     }
 
     #[test]
-    fn starts_moderately_and_doubles_each_second_while_answers_succeed() {
+    fn starts_moderately_and_doubles_each_half_second_while_answers_succeed() {
         let params = Params::default();
         assert_eq!(interval(None, &params), Duration::from_millis(200));
         let mut pace = None;
         // 10 answers a second: the measured rate never caps a pace of 5 → 20.
-        for i in 0..=20 {
+        for i in 0..=10 {
             learn(&mut pace, T0 + i * 100, &ok(T0 + i * 100), &params);
         }
         let r = rate(pace.as_ref(), &params);
@@ -275,29 +290,31 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_cuts_and_the_curve_comes_back_to_the_refused_rate() {
+    fn a_refusal_cuts_and_the_curve_flattens_just_under_the_refused_rate() {
         let params = Params::default();
         let mut pace = None;
-        for i in 0..=20 {
+        for i in 0..=10 {
             learn(&mut pace, T0 + i * 100, &ok(T0 + i * 100), &params);
         }
         let before = rate(pace.as_ref(), &params);
-        let now = T0 + 2050;
+        let now = T0 + 1050;
         let Change::Cut { from, to } = learn(&mut pace, now, &refused(now - 5), &params) else {
             panic!("no cut")
         };
         assert_eq!(from, before);
         assert!(to <= BETA * before, "{to} {before}");
         let peak = per_s(pace.as_ref().unwrap().peak.unwrap());
+        assert!((peak - PLATEAU * before).abs() < 1e-3, "{peak} {before}");
         // A second refusal of a request sent right after the cut is old news.
         assert_eq!(
             learn(&mut pace, now + 10, &refused(now + 5), &params),
             Change::Curve
         );
         assert_eq!(rate(pace.as_ref(), &params), to);
-        // K seconds later the curve is back at W (answers at 20/s keep the
-        // measured rate from capping it).
-        let k = ceil_ms(Duration::from_secs_f64(zero_point(peak)));
+        // K seconds later the curve is at its plateau (answers at 20/s keep
+        // the measured rate from capping it), and a second later it has
+        // probed only a tenth of a request/s beyond it.
+        let k = ceil_ms(Duration::from_secs_f64(zero_point(to, peak)));
         let mut t = now;
         while t < now + k {
             t += 50;
@@ -305,6 +322,12 @@ mod tests {
         }
         let back = rate(pace.as_ref(), &params);
         assert!((back - peak).abs() < 0.2, "{back} vs {peak}");
+        while t < now + k + 1000 {
+            t += 50;
+            learn(&mut pace, t, &ok(t - 5), &params);
+        }
+        let probed = rate(pace.as_ref(), &params) - peak;
+        assert!((0.0..=C_PROBE + 1e-3).contains(&probed), "{probed}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What one scope (an API key, an origin) remembers across processes, and the
-//! pure rules over it: the Retry-After gate, pacing from rate-limit headers,
-//! `--rate` (the generic cell rate algorithm, one timestamp per scope), and
+//! pure rules over it: the Retry-After gate, the quota rate-limit headers
+//! say is left (no more requests let go than it), `--rate` (the generic
+//! cell rate algorithm, one timestamp per scope), and
 //! the circuit breakers (the scope's, and one per failing endpoint) with
 //! their single half-open probe. Times are wall-clock milliseconds since the
 //! epoch, because they are shared between processes.
@@ -11,6 +12,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::attempt::{Observation, Phase};
+use crate::rules::delay::MAX_SERVER_DELAY;
+use crate::rules::pace::Quota;
 use crate::rules::retry_budget::{self, BudgetPolicy, RetryBudget};
 
 /// The spacing `--rate` keeps between two requests of the scope: the rate's
@@ -74,6 +77,26 @@ pub struct ScopeState {
     /// `--rate auto`: the pace learned from the scope's answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pace: Option<crate::rules::pace::Pace>,
+    /// The server's word on its quota, less the requests let go since.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meter: Option<Meter>,
+}
+
+/// What is left of the server's quota (its `RateLimit` fields and the
+/// like): the requests it still takes until `reset`, less those the scope
+/// let go since it said so. None goes beyond it until `reset`, so that
+/// requests admitted while the answer that used the quota up was on its
+/// way cannot follow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meter {
+    pub left: u64,
+    pub reset: Millis,
+}
+
+impl Meter {
+    fn live(&self, now: Millis) -> bool {
+        self.reset > now
+    }
 }
 
 /// A run waiting on the scope's gate, until when.
@@ -445,6 +468,12 @@ pub fn admit(
             cause: Wait::Gate(cause),
         };
     }
+    if let Some(m) = state.meter.filter(|m| m.live(now) && m.left == 0) {
+        return Admission::Wait {
+            until: m.reset,
+            cause: Wait::Gate(GateCause::QuotaExhausted),
+        };
+    }
     let mut at = now;
     if let Some(interval) = policy.rate_interval {
         let step = ceil_ms(interval).max(1);
@@ -479,6 +508,11 @@ pub fn admit(
                 at: now,
             });
         }
+    }
+    if at <= now
+        && let Some(m) = state.meter.as_mut().filter(|m| m.live(now))
+    {
+        m.left -= 1;
     }
     Admission::Go { at, probe }
 }
@@ -558,6 +592,7 @@ pub fn keep_for(state: &ScopeState, now: Millis) -> Duration {
     let latest = [
         state.next_allowed_at,
         state.rate_tat,
+        state.meter.map(|m| m.reset),
         breakers(state)
             .flat_map(|b| [b.open_until, b.probe.as_ref().map(|p| p.expires)])
             .flatten()
@@ -581,6 +616,7 @@ pub fn keep_for(state: &ScopeState, now: Millis) -> Duration {
 /// always is, since every request is written down as it goes (`rate_last`).
 pub fn is_idle(state: &ScopeState, now: Millis, policy: &ScopePolicy, endpoint: &str) -> bool {
     policy.rate_interval.is_none()
+        && !state.meter.is_some_and(|m| m.live(now))
         && !state.breaker.is_open()
         && !endpoint_breaker(state, endpoint).is_some_and(Breaker::is_open)
         && gate_open(state, now)
@@ -634,6 +670,11 @@ pub struct Lesson {
     pub retry_after: Option<Duration>,
     /// The time until the quota resets, when it is used up.
     pub quota_reset: Option<Duration>,
+    /// The server's quota as the answer said it, if it did.
+    pub quota: Option<Quota>,
+    /// The scope's other requests in flight (of this process): they may
+    /// spend the quota the answer said is left.
+    pub in_flight: u32,
 }
 
 /// A breaker that changed state, for `-v` and for the loop.
@@ -683,6 +724,7 @@ pub fn learn(
         state.gate_cause = None;
         state.gate_by = None;
     }
+    meter(state, now, lesson);
     if policy.breaker_threshold == 0 {
         return Vec::new();
     }
@@ -715,6 +757,27 @@ pub fn learn(
         tidy_endpoints(state, now);
     }
     news
+}
+
+/// What is left of the quota after an answer that said `remaining`: no
+/// more than the server still takes, less the requests in flight, which may
+/// spend it (and within one window it only shrinks). An answer after the
+/// reset starts the count again.
+fn meter(state: &mut ScopeState, now: Millis, lesson: &Lesson) {
+    state.meter = state.meter.filter(|m| m.live(now));
+    let Some(q) = lesson.quota.filter(|q| !q.reset.is_zero()) else {
+        return;
+    };
+    let left = q.remaining.saturating_sub(u64::from(lesson.in_flight));
+    match &mut state.meter {
+        Some(m) => m.left = m.left.min(left),
+        None => {
+            state.meter = Some(Meter {
+                left,
+                reset: after(now, q.reset.min(MAX_SERVER_DELAY)),
+            })
+        }
+    }
 }
 
 /// `now` plus `delay`, and one millisecond more: `now` is rounded down, and
@@ -915,7 +978,59 @@ mod tests {
             health,
             retry_after: None,
             quota_reset: None,
+            quota: None,
+            in_flight: 0,
         }
+    }
+
+    #[test]
+    fn no_more_go_than_the_quota_left_less_the_requests_in_flight() {
+        let p = policy();
+        let mut s = ScopeState::default();
+        let said = |remaining, in_flight| Lesson {
+            quota: Some(Quota {
+                remaining,
+                reset: Duration::from_millis(999),
+            }),
+            in_flight,
+            ..lesson(Health::Alive)
+        };
+        let go = |at| Admission::Go { at, probe: false };
+        // 3 left, and two others still on their way: one more may go.
+        learn(&mut s, 1000, &said(3, 2), &p, "a", EP);
+        assert_eq!(
+            s.meter,
+            Some(Meter {
+                left: 1,
+                reset: 2000
+            })
+        );
+        assert!(!is_idle(&s, 1000, &p, EP));
+        assert_eq!(admit(&mut s, 1001, FAR, &p, "a", EP, true), go(1001));
+        let held = Admission::Wait {
+            until: 2000,
+            cause: Wait::Gate(GateCause::QuotaExhausted),
+        };
+        assert_eq!(admit(&mut s, 1002, FAR, &p, "b", EP, true), held);
+        // Within the window the count only shrinks, whatever a late answer says.
+        learn(&mut s, 1003, &said(2, 0), &p, "a", EP);
+        assert_eq!(s.meter.map(|m| m.left), Some(0));
+        // At the reset it starts again from the next answer.
+        assert!(is_idle(&s, 2000, &p, EP));
+        assert_eq!(admit(&mut s, 2000, FAR, &p, "b", EP, true), go(2000));
+        learn(&mut s, 2010, &said(2, 0), &p, "b", EP);
+        assert_eq!(
+            s.meter,
+            Some(Meter {
+                left: 2,
+                reset: 3010
+            })
+        );
+        // An answer without the fields changes nothing; once past, it is gone.
+        learn(&mut s, 2020, &lesson(Health::Alive), &p, "b", EP);
+        assert_eq!(s.meter.map(|m| m.left), Some(2));
+        learn(&mut s, 3010, &lesson(Health::Alive), &p, "b", EP);
+        assert_eq!(s.meter, None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Admission: before an attempt, the scope's breaker, gate and `--rate`,
 //! then a `--max-concurrent` slot, waited for as the scope says or ending
 //! the run; after it, what the scope learns (a Retry-After or a used-up
-//! quota closes the gate, failures count towards the breaker).
+//! quota closes the gate, the quota an answer says is left bounds the
+//! requests let go until it resets, failures count towards the breaker).
 
 use std::time::Duration;
 
@@ -161,7 +162,8 @@ impl Loop<'_> {
     /// budget: a retry spends from it, or ends the run at once when it is
     /// spent; a first attempt that succeeded earns it. A retry after a 429
     /// or 503 without a server delay closes the scope's gate for the
-    /// backoff chosen, so that the scope's other runs back off with it.
+    /// backoff chosen, so that the scope's other runs back off with it
+    /// (but a 429 under `--rate auto`, which cut the scope's pace).
     pub(super) fn spend_retry(&self, number: u32, status: Option<u16>, next: Next) -> Next {
         let Some(shared) = self.shared else {
             return next;
@@ -169,7 +171,12 @@ impl Loop<'_> {
         match &next {
             Next::Wait(wait) => {
                 let backoff = matches!(wait.cause, WaitCause::Backoff { .. });
-                let gate = scope::backoff_closes_gate(status, !backoff).then_some(wait.duration);
+                // Under --rate auto a 429 already cut the scope's pace: that
+                // is its backoff, and holding every request for this one's
+                // too would idle the scope well below what it learned.
+                let paced = status == Some(429) && shared.learns_pace();
+                let gate = (scope::backoff_closes_gate(status, !backoff) && !paced)
+                    .then_some(wait.duration);
                 let refused = shared.before_retry(number + 1, gate).err();
                 decision::budget_refused(next, refused)
             }
@@ -201,6 +208,9 @@ impl Loop<'_> {
                 .quota
                 .and_then(crate::rules::ratelimit::exhausted)
                 .filter(|_| attempted.server.is_none()),
+            quota: attempted.quota,
+            // Counted by the scope state, which knows this process's flights.
+            in_flight: 0,
         };
         // For --rate auto: whether the server refused, and its quota.
         let answer = attempted

@@ -527,6 +527,8 @@ mod tests {
         breaker: (Duration, Duration),
         /// How long each attempt takes.
         takes: Duration,
+        /// `--rate auto`.
+        rate_auto: bool,
     }
 
     /// The epoch time of the fake clock's start plus `ms`.
@@ -549,6 +551,7 @@ mod tests {
                 retry_budget: Some(BudgetPolicy { per_success: 200 }),
                 breaker: (Duration::from_millis(500), Duration::from_secs(30)),
                 takes: Duration::from_millis(10),
+                rate_auto: false,
             }
         }
 
@@ -583,14 +586,18 @@ mod tests {
                     retry_budget: self.retry_budget,
                     max_delayed: None,
                 };
-                Shared::new(
+                let shared = Shared::new(
                     Box::new(memory),
                     "s".into(),
                     "ep".into(),
                     policy,
                     self.max_concurrent.map(|(limit, _)| limit),
                     false,
-                )
+                );
+                match self.rate_auto {
+                    true => shared.learning_pace(),
+                    false => shared,
+                }
             });
             let mut transport = Scripted {
                 time: time.clone(),
@@ -1098,6 +1105,23 @@ mod tests {
         let (record, sent, _) = case.run();
         assert_eq!(record.kind(), Kind::Succeeded);
         assert_eq!(sent.len(), 2);
+    }
+
+    #[test]
+    fn under_rate_auto_a_429_cuts_the_pace_and_leaves_the_gate_open() {
+        let mut case = Case::new(vec![Ok((429, vec![])), Ok((200, vec![]))]);
+        case.draw = 0.5;
+        case.scope = Some(ScopeState::default());
+        case.rate_auto = true;
+        case.elsewhere = Some((100, |s| {
+            assert_eq!(s.next_allowed_at, None, "{s:?}");
+            assert!(s.pace.as_ref().is_some_and(|p| p.peak.is_some()), "{s:?}");
+        }));
+        let (record, sent, sleeps) = case.run();
+        assert_eq!(record.kind(), Kind::Succeeded);
+        assert_eq!(sent.len(), 2);
+        // Its own backoff, and no gate after it.
+        assert_eq!(sleeps[0], 250);
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub use redis::RedisStore;
 pub use store::{Slot, Store, Stored, find, forget, scope_hash};
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::clock::{self, Millis};
@@ -84,6 +86,51 @@ pub struct Shared {
     just_in_time: bool,
     /// When the scope last let this request go (the store's clock).
     admitted: Cell<Millis>,
+    /// This request, in flight since the scope let it go.
+    flight: RefCell<Option<Flight>>,
+}
+
+/// The requests of this process in flight, per scope: those an answer's
+/// quota must leave room for (a batch's workers are threads of one
+/// process; the record counts what other processes let go).
+static FLYING: Mutex<BTreeMap<String, u32>> = Mutex::new(BTreeMap::new());
+
+/// One request of this process in flight in a scope, from its admission to
+/// its answer (or its end).
+struct Flight {
+    scope: String,
+}
+
+impl Flight {
+    fn flying() -> std::sync::MutexGuard<'static, BTreeMap<String, u32>> {
+        FLYING.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn start(scope: &str) -> Flight {
+        *Flight::flying().entry(scope.to_string()).or_default() += 1;
+        Flight {
+            scope: scope.to_string(),
+        }
+    }
+
+    /// The scope's other requests of this process in flight.
+    fn others(&self) -> u32 {
+        Flight::flying()
+            .get(&self.scope)
+            .map_or(0, |n| n.saturating_sub(1))
+    }
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        let mut flying = Flight::flying();
+        if let Some(n) = flying.get_mut(&self.scope) {
+            *n -= 1;
+            if *n == 0 {
+                flying.remove(&self.scope);
+            }
+        }
+    }
 }
 
 fn after(now: Millis, until: Millis) -> Duration {
@@ -113,6 +160,7 @@ impl Shared {
             pace: None,
             just_in_time: false,
             admitted: Cell::new(0),
+            flight: RefCell::default(),
         }
     }
 
@@ -121,6 +169,11 @@ impl Shared {
     pub fn learning_pace(mut self) -> Shared {
         self.pace = Some(pace::Params::default());
         self.just_in_time()
+    }
+
+    /// Whether the scope's pace is learned (`--rate auto`).
+    pub fn learns_pace(&self) -> bool {
+        self.pace.is_some()
     }
 
     /// `--rate` slots taken just in time, never reserved ahead: the next
@@ -211,6 +264,14 @@ impl Shared {
     /// for a `--rate` slot; a slot within it is reserved, and a half-open
     /// probe is claimed, as the scope says yes.
     pub fn admit(&self, patience: Duration, reserve_rate: bool) -> Admit {
+        let admit = self.ask(patience, reserve_rate);
+        if admit == Admit::Go {
+            *self.flight.borrow_mut() = Some(Flight::start(&self.name));
+        }
+        admit
+    }
+
+    fn ask(&self, patience: Duration, reserve_rate: bool) -> Admit {
         let Some((state, now)) = self.read() else {
             return self.unavailable();
         };
@@ -288,7 +349,15 @@ impl Shared {
 
     /// Publishes what an attempt taught (before the process sleeps on it);
     /// `answer`, when one came: whether it was a 429, and its quota.
+    /// The scope's other requests of this process still in flight count
+    /// against the quota the answer says is left.
     pub fn learn(&self, lesson: &Lesson, answer: Option<(bool, Option<Quota>)>) -> Learned {
+        let flight = self.flight.borrow_mut().take();
+        let lesson = &Lesson {
+            in_flight: flight.as_ref().map_or(0, Flight::others),
+            ..*lesson
+        };
+        drop(flight);
         let pace = self.pace.zip(answer);
         let trivial = {
             let seen = self.seen.borrow();
@@ -296,6 +365,8 @@ impl Shared {
                 && lesson.health == scope::Health::Alive
                 && lesson.retry_after.is_none()
                 && lesson.quota_reset.is_none()
+                && lesson.quota.is_none()
+                && seen.meter.is_none()
                 && seen.next_allowed_at.is_none()
                 && scope::breakers_quiet(&seen, &self.endpoint)
         };

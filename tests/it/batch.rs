@@ -8,10 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use abide::lab::Step;
+use abide::lab::{Lab, LabConfig, Step};
 use serde_json::Value;
 
 use crate::util::{Backend, Live, Raw, Run, finish, raw, read_head, scripted, temp_dir};
+
+on_both_backends!(no_request_follows_an_answer_that_used_the_quota_up);
 
 /// The outcome lines of a batch (stdout), each parsed; every one has an id.
 fn outcomes(run: &Run) -> Vec<Value> {
@@ -342,6 +344,34 @@ fn the_journal_resumes_after_sigkill_without_sending_an_ended_item_twice() {
     assert_eq!(after.len(), 24);
     // The rerun's outcome lines are the items the first run had not ended.
     assert_eq!(outcomes(&second).len(), 24 - before.len());
+}
+
+/// The lab takes 3 requests a second (its `RateLimit` field counting them
+/// down) from a batch of 3 workers: each worker's next item is admitted
+/// while the others' answers are on their way, and none of them may spend
+/// the quota those answers will say is used up. Nothing is sent beyond the
+/// quota, so nothing is refused; nor is a single run that comes after.
+fn no_request_follows_an_answer_that_used_the_quota_up(state: &Backend) {
+    let lab = Lab::start(
+        0,
+        LabConfig {
+            limit: 3,
+            window: Duration::from_secs(1),
+            ..LabConfig::default()
+        },
+    )
+    .expect("the lab starts");
+    let dir = temp_dir("batch-quota");
+    let lines: Vec<String> = (0..9).map(|n| format!("{}/b{n}", lab.url())).collect();
+    let batch = write_batch(&dir, &lines);
+    let run = finish(state.abide(&["--batch", &batch, "--parallel", "3"]), b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let single = finish(state.abide(&[&format!("{}/single", lab.url())]), b"");
+    assert_eq!(single.code, 0, "{}", single.stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 10, "{records:?}");
+    let refused: Vec<_> = records.iter().filter(|r| r.status != Some(200)).collect();
+    assert!(refused.is_empty(), "sent beyond the quota: {refused:?}");
 }
 
 #[test]
