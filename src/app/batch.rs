@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
@@ -62,7 +62,36 @@ struct Batch<'a> {
     store: OnceLock<Result<Option<Turns>, String>>,
     /// `--rate auto`: the spacing of the writes, as the pace is learned.
     spacing: Option<Arc<WireSpacing>>,
+    /// Whether the first item's answer is known, and the workers waiting for it.
+    first: Arc<(Mutex<First>, Condvar)>,
 }
+
+/// The batch's first item goes alone until its first answer's lesson is in
+/// the scope's record (or it ended, or [`FIRST_HOLD`] passed): what it learns (the server's stated
+/// quota, a Retry-After, a host that is down) is known before any other
+/// item is let go. Without it, `--parallel`
+/// requests went out at once on first contact, and those beyond a quota
+/// smaller than `--parallel` were refused, or sent just after another's 429
+/// had come back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum First {
+    NotYet,
+    Going,
+    Known,
+}
+
+fn first_known(first: &(Mutex<First>, Condvar)) {
+    let (state, known) = first;
+    *state.lock().unwrap_or_else(|e| e.into_inner()) = First::Known;
+    known.notify_all();
+}
+
+/// The longest the other items wait for the first one's answer: a slow
+/// endpoint (or one that never answers) must not serialize the batch.
+const FIRST_HOLD: Duration = Duration::from_secs(1);
+
+/// How often a worker waiting for the first item looks for a cancellation.
+const FIRST_POLL: Duration = Duration::from_millis(20);
 
 /// The spacing of a batch's writes at the pace learned so far.
 fn learned_spacing(pace: Option<&Pace>) -> Duration {
@@ -268,6 +297,7 @@ impl<'a> Batch<'a> {
             audits,
             store: OnceLock::new(),
             spacing,
+            first: Arc::new((Mutex::new(First::NotYet), Condvar::new())),
             null: File::options()
                 .write(true)
                 .open("/dev/null")
@@ -318,13 +348,49 @@ impl<'a> Batch<'a> {
             let ended = match line {
                 BatchLine::Bad(bad) => bad_line(bad.id, bad.line, &bad.message),
                 BatchLine::Item(item) => {
-                    let (ended, back) = self.send(item, n, held);
+                    let Some(first) = self.first_turn() else {
+                        return;
+                    };
+                    let (ended, back) = self.send(item, n, held, first);
                     held = back;
+                    if first {
+                        first_known(&self.first);
+                    }
                     ended
                 }
             };
             if !self.end(ended) {
                 return;
+            }
+        }
+    }
+
+    /// Whether this worker's item is the batch's first, after waiting for
+    /// the first's answer to be known when it is not; `None` when the batch was
+    /// cancelled meanwhile (the item is not sent).
+    fn first_turn(&self) -> Option<bool> {
+        let (first, known) = &*self.first;
+        let held = Instant::now();
+        let mut state = first.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match *state {
+                First::NotYet => {
+                    *state = First::Going;
+                    return Some(true);
+                }
+                First::Known => return Some(false),
+                First::Going if self.cancel.cancelled().is_some() => return None,
+                // A first item slow to answer holds the others no longer.
+                First::Going if held.elapsed() >= FIRST_HOLD => {
+                    *state = First::Known;
+                    return Some(false);
+                }
+                First::Going => {
+                    state = known
+                        .wait_timeout(state, FIRST_POLL)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
             }
         }
     }
@@ -359,7 +425,7 @@ impl<'a> Batch<'a> {
 
     /// Sends item number `n` as a single run would, with what the worker
     /// holds; how it ended, and what the worker holds for the next one.
-    fn send(&self, item: Item, n: u64, mut held: Held) -> (Ended, Held) {
+    fn send(&self, item: Item, n: u64, mut held: Held, first: bool) -> (Ended, Held) {
         let id = item.id.clone();
         let overrides = Overrides {
             url: Some(item.url),
@@ -400,6 +466,10 @@ impl<'a> Batch<'a> {
             _ => None,
         };
         let mut session = Session::for_item(&plan, &id, self.face, held, store);
+        if first {
+            let first = Arc::clone(&self.first);
+            session.after_each_lesson(move || first_known(&first));
+        }
         let record = match self.attempt(&mut session, &mut plan) {
             Ok(record) => record,
             Err(message) => return (bad_line(id, item.line, &message), session.into_held()),

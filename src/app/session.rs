@@ -192,6 +192,12 @@ impl Session {
         }
     }
 
+    /// `then` is called each time an answer's lesson is in the scope's
+    /// record (never, without shared state).
+    pub fn after_each_lesson(&mut self, then: impl Fn() + 'static) {
+        self.shared = self.shared.take().map(|s| s.after_each_lesson(then));
+    }
+
     /// What a batch item's request held, back for the next item (a store
     /// that failed is not asked again: its failure is held).
     pub fn into_held(self) -> Held {

@@ -88,6 +88,8 @@ pub struct Shared {
     admitted: Cell<Millis>,
     /// This request, in flight since the scope let it go.
     flight: RefCell<Option<Flight>>,
+    /// Called once each answer's lesson is in the record.
+    after_lesson: Option<Box<dyn Fn()>>,
 }
 
 /// The requests of this process in flight, per scope: those an answer's
@@ -159,6 +161,7 @@ impl Shared {
             failure: RefCell::default(),
             pace: None,
             just_in_time: false,
+            after_lesson: None,
             admitted: Cell::new(0),
             flight: RefCell::default(),
         }
@@ -184,6 +187,13 @@ impl Shared {
     /// learned pace holds back every request not yet sent.
     pub fn just_in_time(mut self) -> Shared {
         self.just_in_time = true;
+        self
+    }
+
+    /// `then` is called each time an answer's lesson is in the record: a
+    /// batch lets its other items go once its first one's is.
+    pub fn after_each_lesson(mut self, then: impl Fn() + 'static) -> Shared {
+        self.after_lesson = Some(Box::new(then));
         self
     }
 
@@ -352,6 +362,14 @@ impl Shared {
     /// The scope's other requests of this process still in flight count
     /// against the quota the answer says is left.
     pub fn learn(&self, lesson: &Lesson, answer: Option<(bool, Option<Quota>)>) -> Learned {
+        let learned = self.keep(lesson, answer);
+        if let Some(then) = &self.after_lesson {
+            then();
+        }
+        learned
+    }
+
+    fn keep(&self, lesson: &Lesson, answer: Option<(bool, Option<Quota>)>) -> Learned {
         let flight = self.flight.borrow_mut().take();
         let lesson = &Lesson {
             in_flight: flight.as_ref().map_or(0, Flight::others),

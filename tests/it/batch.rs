@@ -13,7 +13,10 @@ use serde_json::Value;
 
 use crate::util::{Backend, Live, Raw, Run, finish, raw, read_head, scripted, temp_dir};
 
-on_both_backends!(no_request_follows_an_answer_that_used_the_quota_up);
+on_both_backends!(
+    no_request_follows_an_answer_that_used_the_quota_up,
+    on_first_contact_the_first_answer_is_known_before_the_others_go,
+);
 
 /// The outcome lines of a batch (stdout), each parsed; every one has an id.
 fn outcomes(run: &Run) -> Vec<Value> {
@@ -370,6 +373,31 @@ fn no_request_follows_an_answer_that_used_the_quota_up(state: &Backend) {
     assert_eq!(single.code, 0, "{}", single.stderr);
     let records = lab.records();
     assert_eq!(records.len(), 10, "{records:?}");
+    let refused: Vec<_> = records.iter().filter(|r| r.status != Some(200)).collect();
+    assert!(refused.is_empty(), "sent beyond the quota: {refused:?}");
+}
+
+/// A quota (2 a window) smaller than `--parallel` (4), on first contact:
+/// the first item goes alone, its answer's `RateLimit` field says one
+/// request is left, and so one more goes before the window resets. Four
+/// starting at once had two of them refused.
+fn on_first_contact_the_first_answer_is_known_before_the_others_go(state: &Backend) {
+    let lab = Lab::start(
+        0,
+        LabConfig {
+            limit: 2,
+            window: Duration::from_millis(600),
+            ..LabConfig::default()
+        },
+    )
+    .expect("the lab starts");
+    let dir = temp_dir("batch-first");
+    let lines: Vec<String> = (0..4).map(|n| format!("{}/f{n}", lab.url())).collect();
+    let batch = write_batch(&dir, &lines);
+    let run = finish(state.abide(&["--batch", &batch, "--parallel", "4"]), b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = lab.records();
+    assert_eq!(records.len(), 4, "{records:?}");
     let refused: Vec<_> = records.iter().filter(|r| r.status != Some(200)).collect();
     assert!(refused.is_empty(), "sent beyond the quota: {refused:?}");
 }
