@@ -29,7 +29,7 @@ use crate::rules::delay::ServerDelay;
 use crate::rules::resume;
 use crate::rules::scope::{self, BreakerNews};
 use crate::run::record::{Attempt, Ending, Record};
-use crate::state::Shared;
+use crate::state::{Refusal, Shared};
 use attempt::{Attempted, Judged, LastError, Transfer, Turn};
 
 /// What the loop is doing, for `-v` narration and the progress display.
@@ -72,6 +72,13 @@ pub enum Event<'a> {
     Checked {
         status: Option<u16>,
         settlement: decision::Settlement,
+    },
+    /// The scope's own limits ended the run (its retry budget, its
+    /// `--max-delayed` queue): what they weighed, and how long until the
+    /// run's caller may come back.
+    Refused {
+        refusal: &'a Refusal,
+        not_before: Option<Duration>,
     },
 }
 
@@ -174,6 +181,12 @@ impl Loop<'_> {
             on_event,
         };
         let (ending, not_before) = self.attempts(&mut run, &mut world);
+        if let Some(refusal) = self.shared.and_then(Shared::take_refusal) {
+            (world.on_event)(Event::Refused {
+                refusal: &refusal,
+                not_before,
+            });
+        }
         run.finish(clock, ending, not_before)
     }
 

@@ -45,6 +45,29 @@ pub enum Admit {
     Unavailable(String),
 }
 
+/// What a refusal by the scope's own limits weighed, for the `--log`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The retry budget refused retry number `attempt`: `left` of
+    /// `capacity` retries (in thousandths) were in the bucket, `company`
+    /// other runs spent from it within [`retry_budget::CROWD`], and time
+    /// alone puts a retry back in `refills_in`.
+    RetryBudget {
+        attempt: u32,
+        left: u32,
+        capacity: u32,
+        company: usize,
+        refills_in: Duration,
+    },
+    /// `--max-delayed`: `waiting` runs already waited on the gate, of
+    /// `limit`; the gate opens in `opens_in`.
+    QueueFull {
+        waiting: usize,
+        limit: u32,
+        opens_in: Duration,
+    },
+}
+
 /// What the scope made of an attempt.
 #[derive(Debug, Default)]
 pub struct Learned {
@@ -84,6 +107,8 @@ pub struct Shared {
     just_in_time: bool,
     /// When the scope last let this request go (the store's clock).
     admitted: Cell<Millis>,
+    /// The refusal by the scope's limits that ends the run, if one did.
+    refusal: RefCell<Option<Refusal>>,
 }
 
 fn after(now: Millis, until: Millis) -> Duration {
@@ -113,6 +138,7 @@ impl Shared {
             pace: None,
             just_in_time: false,
             admitted: Cell::new(0),
+            refusal: RefCell::default(),
         }
     }
 
@@ -220,6 +246,7 @@ impl Shared {
             return Admit::Go;
         }
         let mut admit = Admit::Go;
+        let mut waiting = 0;
         let updated = self.update(&mut |state, now| {
             let patience_end = now.saturating_add(clock::ceil_ms(patience));
             let (deadline, reserve_rate) = match self.just_in_time {
@@ -253,6 +280,7 @@ impl Shared {
                     until,
                     cause: scope::Wait::Gate(_),
                 } if self.policy.max_delayed.is_some() && !queue(state, until) => {
+                    waiting = scope::waiting(state, now);
                     Admit::QueueFull {
                         wait: after(now, until),
                         limit: self.policy.max_delayed.unwrap_or_default(),
@@ -268,7 +296,17 @@ impl Shared {
                 scope::dequeue(state, &self.me);
             }
         });
-        if updated { admit } else { self.unavailable() }
+        if !updated {
+            return self.unavailable();
+        }
+        if let Admit::QueueFull { wait, limit } = admit {
+            *self.refusal.borrow_mut() = Some(Refusal::QueueFull {
+                waiting,
+                limit,
+                opens_in: wait,
+            });
+        }
+        admit
     }
 
     /// Whether the scope's gate is open now (a store that cannot be read
@@ -341,9 +379,27 @@ impl Shared {
         self.update(&mut |state, now| {
             refused = scope::before_retry(state, now, &self.policy, attempt, backoff, &self.me)
                 .err()
-                .map(|until| after(now, until));
+                .map(|until| Refusal::RetryBudget {
+                    attempt,
+                    left: retry_budget::level(&state.retry_budget, now),
+                    capacity: retry_budget::CAPACITY,
+                    company: retry_budget::company(&state.retry_budget, now, &self.me),
+                    refills_in: after(now, until),
+                });
         });
-        refused.map_or(Ok(()), Err)
+        match refused {
+            Some(refusal @ Refusal::RetryBudget { refills_in, .. }) => {
+                *self.refusal.borrow_mut() = Some(refusal);
+                Err(refills_in)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The refusal by the scope's limits (its retry budget, `--max-delayed`)
+    /// that ended the run, once.
+    pub fn take_refusal(&self) -> Option<Refusal> {
+        self.refusal.take()
     }
 
     /// After a successful first attempt: what it earns the scope's budget
@@ -426,11 +482,27 @@ impl Shared {
         }
     }
 
-    /// After a run of `task`: counts the requests it sent, and keeps the
-    /// provider's id of what it created.
-    pub fn task_ran(&self, task: &str, sent: u32, operation_id: Option<&str>) {
+    /// Before an attempt of `task` goes on the wire: counts it in the
+    /// task's record, written (renamed into place, or committed) before it
+    /// is sent, so that a run killed after sending it (SIGKILL, OOM, a CI
+    /// timeout) still leaves it counted for `--task-attempts`; an attempt
+    /// cut before it reached the wire counts too, the safe side. The count
+    /// after it, by every run of the task; `None` if the store failed.
+    pub fn task_attempt(&self, task: &str) -> Option<u32> {
         let task = crate::state::scope_hash(task);
-        self.update(&mut |state, _| scope::task_ran(state, &task, sent, operation_id));
+        let mut sent = None;
+        self.update(&mut |state, _| {
+            scope::task_ran(state, &task, 1, None);
+            sent = state.tasks.iter().find(|t| t.task == task).map(|t| t.sent);
+        });
+        sent
+    }
+
+    /// After a run of `task` that learned it: keeps the provider's id of
+    /// what the task's write created (its requests are counted as they go).
+    pub fn task_created(&self, task: &str, operation_id: &str) {
+        let task = crate::state::scope_hash(task);
+        self.update(&mut |state, _| scope::task_ran(state, &task, 0, Some(operation_id)));
     }
 
     /// The breaker whose half-open probe this process holds, as last seen:
