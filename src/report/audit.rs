@@ -90,7 +90,7 @@ pub enum Entry<'a> {
         others_spent: usize,
         crowd_s: u64,
         refills_in_ms: u64,
-        /// When the run's caller may come back (UTC), as the outcome says.
+        /// When the run's caller may come back (UTC): the outcome's.
         next_allowed_at: Option<String>,
     },
     /// `--max-delayed`: `waiting` runs already waited on the scope's gate,
@@ -177,9 +177,9 @@ impl Entry<'_> {
             },
             Event::Refused {
                 refusal,
-                not_before,
+                next_allowed_at,
             } => {
-                let next_allowed_at = not_before.map(|d| rfc3339(SystemTime::now() + d));
+                let next_allowed_at = next_allowed_at.map(rfc3339);
                 let retries = |thousandths: u32| f64::from(thousandths) / f64::from(RETRY);
                 match *refusal {
                     Refusal::RetryBudget {
@@ -385,6 +385,52 @@ mod tests {
         let value: Value = serde_json::to_value(&sent).unwrap();
         assert_eq!(value["url"], "https://h/p?k=***");
         assert_eq!(value["event"], "request");
+    }
+
+    #[test]
+    fn refusals_by_the_scopes_limits_say_what_they_weighed() {
+        let context = Context {
+            method: "GET".into(),
+            url: "https://h/".into(),
+            scope: "h".into(),
+            idempotency_key: None,
+        };
+        let setting = Setting {
+            context: &context,
+            policy: &Policy::default(),
+            redactor: &Redactor::default(),
+        };
+        let at = Some(UNIX_EPOCH + Duration::from_millis(1_764_496_800_000));
+        let budget = Refusal::RetryBudget {
+            attempt: 3,
+            left: 250,
+            capacity: 5_000,
+            company: 2,
+            refills_in: Duration::from_micros(7_500_200),
+        };
+        let entry = |refusal: &Refusal| {
+            let event = Event::Refused {
+                refusal,
+                next_allowed_at: at,
+            };
+            serde_json::to_value(Entry::of(&event, &setting)).unwrap()
+        };
+        assert_eq!(
+            entry(&budget),
+            json!({"event": "retry_refused", "before_attempt": 3, "retries_left": 0.25,
+                   "capacity": 5.0, "others_spent": 2, "crowd_s": 10, "refills_in_ms": 7501,
+                   "next_allowed_at": "2025-11-30T10:00:00.000Z"})
+        );
+        let queue = Refusal::QueueFull {
+            waiting: 4,
+            limit: 4,
+            opens_in: Duration::from_millis(1_200),
+        };
+        assert_eq!(
+            entry(&queue),
+            json!({"event": "queue_full", "waiting": 4, "max_delayed": 4,
+                   "gate_opens_in_ms": 1200, "next_allowed_at": "2025-11-30T10:00:00.000Z"})
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod record;
 
 pub use check::Check;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::clock::{Clock, Sleeper};
 use crate::edge::http::{Limits, Transport};
@@ -74,11 +74,11 @@ pub enum Event<'a> {
         settlement: decision::Settlement,
     },
     /// The scope's own limits ended the run (its retry budget, its
-    /// `--max-delayed` queue): what they weighed, and how long until the
-    /// run's caller may come back.
+    /// `--max-delayed` queue): what they weighed, and when the run's caller
+    /// may come back (the record's moment).
     Refused {
         refusal: &'a Refusal,
-        not_before: Option<Duration>,
+        next_allowed_at: Option<SystemTime>,
     },
 }
 
@@ -181,13 +181,14 @@ impl Loop<'_> {
             on_event,
         };
         let (ending, not_before) = self.attempts(&mut run, &mut world);
+        let record = run.finish(clock, ending, not_before);
         if let Some(refusal) = self.shared.and_then(Shared::take_refusal) {
             (world.on_event)(Event::Refused {
                 refusal: &refusal,
-                not_before,
+                next_allowed_at: record.next_allowed_at,
             });
         }
-        run.finish(clock, ending, not_before)
+        record
     }
 
     /// Attempts until one of them, or a wait, ends the run.

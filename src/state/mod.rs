@@ -517,3 +517,123 @@ impl Shared {
         notes
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::retry_budget::{BudgetPolicy, CAPACITY, RETRY, RetryBudget, Spender};
+    use crate::rules::scope::GateCause;
+    use crate::state::memory::Memory;
+
+    const NOW: Millis = 1_000_000;
+
+    fn shared(state: ScopeState, max_delayed: Option<u32>) -> Shared {
+        let policy = ScopePolicy {
+            rate_interval: None,
+            breaker_threshold: 5,
+            breaker_first: Duration::from_millis(500),
+            breaker_cooldown: Duration::from_secs(30),
+            probe_ttl: Duration::from_secs(31),
+            retry_budget: Some(BudgetPolicy { per_success: 200 }),
+            max_delayed,
+        };
+        let store = Memory::new(state, || NOW);
+        Shared::new(
+            Box::new(store),
+            "s".into(),
+            "ep".into(),
+            policy,
+            None,
+            false,
+        )
+    }
+
+    #[test]
+    fn a_refusal_by_the_scopes_limits_keeps_what_it_weighed_once() {
+        // Two other runs emptied the bucket a second ago: a tenth is back.
+        let spender = |by: &str| Spender {
+            by: by.into(),
+            at: NOW - 1_000,
+        };
+        let spent = ScopeState {
+            retry_budget: RetryBudget {
+                spent: CAPACITY,
+                at: NOW - 1_000,
+                spenders: vec![spender("a"), spender("b")],
+            },
+            ..ScopeState::default()
+        };
+        let run = shared(spent, None);
+        assert_eq!(run.before_retry(1, None), Ok(()), "a first attempt goes");
+        assert_eq!(run.take_refusal(), None);
+        let Err(refills_in) = run.before_retry(2, None) else {
+            panic!("the retry was not refused");
+        };
+        assert_eq!(
+            run.take_refusal(),
+            Some(Refusal::RetryBudget {
+                attempt: 2,
+                left: RETRY / 10,
+                capacity: CAPACITY,
+                company: 2,
+                refills_in,
+            })
+        );
+        // 1 s of refill is a tenth back; nine tenths more take 9 s.
+        assert_eq!(refills_in, Duration::from_secs(9));
+        assert_eq!(run.take_refusal(), None, "taken once");
+
+        // One run waits on a gate closed for 2 s more; the next is refused.
+        let gated = ScopeState {
+            next_allowed_at: Some(NOW + 2_000),
+            gate_cause: Some(GateCause::RetryAfter),
+            ..ScopeState::default()
+        };
+        let full = shared(gated, Some(1));
+        let patience = Duration::from_secs(60);
+        assert!(matches!(full.admit(patience, true), Admit::Wait { .. }));
+        assert_eq!(full.take_refusal(), None);
+        let other = Shared {
+            me: "another".into(),
+            ..full
+        };
+        assert_eq!(
+            other.admit(patience, true),
+            Admit::QueueFull {
+                wait: Duration::from_secs(2),
+                limit: 1
+            }
+        );
+        assert_eq!(
+            other.take_refusal(),
+            Some(Refusal::QueueFull {
+                waiting: 1,
+                limit: 1,
+                opens_in: Duration::from_secs(2),
+            })
+        );
+    }
+
+    #[test]
+    fn each_attempt_of_a_task_is_counted_as_it_goes() {
+        let run = shared(ScopeState::default(), None);
+        let kept = run
+            .task_key("t", "key-1", "fp", Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(kept.sent, 0);
+        assert_eq!(run.task_attempt("t"), Some(1));
+        assert_eq!(run.task_attempt("t"), Some(2));
+        run.task_created("t", "/orders/9");
+        let again = run
+            .task_key("t", "key-2", "fp", Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(
+            (
+                again.key.as_str(),
+                again.sent,
+                again.operation_id.as_deref()
+            ),
+            ("key-1", 2, Some("/orders/9"))
+        );
+    }
+}
