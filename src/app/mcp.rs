@@ -390,10 +390,10 @@ idempotency_key \"auto\" and a task id that stays the same when you try the same
 task id names one write, so another write needs a new one (a different request under a used task \
 id is refused, USAGE_ERROR). Give a write `check` too, a URL on the request's own origin where a \
 GET finds what the write made (`{idempotency_key}` in it becomes the key sent): when the write's \
-answer is lost, it is asked before anything is sent again, 2xx meaning the write happened, \
-404 or 410 that it did not (it is sent again with the same key), anything else NEEDS_HUMAN. \
-`reconciled` true means a write whose answer was lost was found to \
-have happened: do not send it again; `operation_id` is the provider's id of what it created.";
+answer is lost, it is asked before anything is sent again, 2xx meaning the write happened, 404 \
+or 410 that it did not (it is sent again with the same key), anything else NEEDS_HUMAN. \
+`reconciled` true means a write whose answer was lost was found to have happened: do not send it \
+again; `operation_id` is the provider's id of what it created.";
 
 fn input_schema() -> JsonObject {
     let schema = json!({

@@ -2,9 +2,9 @@
 //! (the single run today, a batch driver) can drive a request: open the log,
 //! the signal watch and the scope state; keep a task's key; make the sink;
 //! refuse a request that keeps failing the same way (the no-progress guard);
-//! run the loop (counting a task's attempts as they go); close the state; write the
-//! outcome (line or agent object, `-w`, `-D`, `--log`, `--escalate`). Each
-//! step takes the plan and hands back data.
+//! run the loop (counting a task's attempts as they go); close the state;
+//! write the outcome (line or agent object, `-w`, `-D`, `--log`,
+//! `--escalate`). Each step takes the plan and hands back data.
 
 use std::cell::{OnceCell, RefCell};
 use std::io::Write;

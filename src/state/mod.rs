@@ -491,11 +491,11 @@ impl Shared {
     pub fn task_attempt(&self, task: &str) -> Option<u32> {
         let task = crate::state::scope_hash(task);
         let mut sent = None;
-        self.update(&mut |state, _| {
+        let stored = self.update(&mut |state, _| {
             scope::task_ran(state, &task, 1, None);
             sent = state.tasks.iter().find(|t| t.task == task).map(|t| t.sent);
         });
-        sent
+        sent.filter(|_| stored)
     }
 
     /// After a run of `task` that learned it: keeps the provider's id of
