@@ -115,6 +115,7 @@ impl Server {
             (cli.output.remote_name, "-O/--remote-name"),
             (cli.policy.idempotency_key.is_some(), "--idempotency-key"),
             (cli.agent.task.is_some(), "--task"),
+            (cli.agent.check.is_some(), "--check"),
         ];
         if let Some((_, flag)) = taken_from_the_model.iter().find(|(given, _)| *given) {
             bail!("{flag} comes from each call's arguments, not from the server's flags");
@@ -158,6 +159,20 @@ impl Server {
                     "Do not call {host} with this tool; the hosts it may reach are: {}.",
                     self.allow_hosts.join(", ")
                 ),
+            });
+        }
+        // The child refuses a check of another origin; only its form is
+        // seen here (the key's placeholder is no part of a URI).
+        if let Some(check) = &call.check
+            && host_of(&check.replace(crate::plan::check::KEY_PLACEHOLDER, "k")).is_none()
+        {
+            return Err(Refusal {
+                reason: format!(
+                    "the check `{}` is not an http:// or https:// URL",
+                    crate::redact::url(check)
+                ),
+                instruction: "Call again with check an absolute URL on the request's own origin."
+                    .into(),
             });
         }
         if call.body.is_some() && call.json.is_some() {
@@ -212,6 +227,9 @@ impl Server {
         }
         if let Some(task) = &call.task {
             args.push(format!("--task={task}"));
+        }
+        if let Some(check) = &call.check {
+            args.push(format!("--check={check}"));
         }
         for pointer in call.require.iter().flatten() {
             args.push(format!("--require={pointer}"));
@@ -333,6 +351,7 @@ struct Call {
     json: Option<Value>,
     idempotency_key: Option<String>,
     task: Option<String>,
+    check: Option<String>,
     require: Option<Vec<String>>,
     max_body: Option<u64>,
 }
@@ -369,8 +388,12 @@ may not have happened, or a task that used up its attempts): stop, do not send t
 under any task, and hand the `reason` to a person. For a write that must happen once, pass \
 idempotency_key \"auto\" and a task id that stays the same when you try the same write again; a \
 task id names one write, so another write needs a new one (a different request under a used task \
-id is refused, USAGE_ERROR). `reconciled` true means a write whose answer was lost was found to \
-have happened: do not send it again; `operation_id` is the provider's id of what it created.";
+id is refused, USAGE_ERROR). Give a write `check` too, a URL on the request's own origin where a \
+GET finds what the write made (`{idempotency_key}` in it becomes the key sent): when the write's \
+answer is lost, it is asked before anything is sent again, 2xx meaning the write happened, 404 \
+or 410 that it did not (it is sent again with the same key), anything else NEEDS_HUMAN. \
+`reconciled` true means a write whose answer was lost was found to have happened: do not send it \
+again; `operation_id` is the provider's id of what it created.";
 
 fn input_schema() -> JsonObject {
     let schema = json!({
@@ -392,6 +415,10 @@ fn input_schema() -> JsonObject {
             "task": {
                 "type": "string",
                 "description": "A stable id of this one write: a retry of the same write sends the same key; another write needs another id."
+            },
+            "check": {
+                "type": "string",
+                "description": "For a write: a URL on the request's own origin that a GET finds the write's result at ({idempotency_key} becomes the key sent), asked when the write's answer is lost before it is sent again: 2xx it happened, 404 or 410 it did not, else NEEDS_HUMAN."
             },
             "require": {
                 "type": "array",
@@ -655,12 +682,39 @@ mod tests {
     }
 
     #[test]
+    fn a_check_is_passed_on_and_a_bad_one_is_refused_masked() {
+        let s = Server {
+            allow_writes: true,
+            ..server(&[]).unwrap()
+        };
+        let check = "http://h/orders/by-key/{idempotency_key}";
+        let (args, _) = s
+            .command(&call(
+                json!({"url": "http://h/orders", "json": {}, "check": check}),
+            ))
+            .unwrap();
+        assert!(args.contains(&format!("--check={check}")), "{args:?}");
+        assert_eq!(args[args.len() - 2..], ["--", "http://h/orders"]);
+        let refusal = s
+            .command(&call(json!({
+                "url": "http://h/orders",
+                "json": {},
+                "check": "ftp://u:hunter2-secret@h/orders"
+            })))
+            .err()
+            .unwrap();
+        assert!(refusal.reason.contains("the check"), "{}", refusal.reason);
+        assert!(!refusal.reason.contains("hunter2"), "{}", refusal.reason);
+    }
+
+    #[test]
     fn flags_the_model_gives_are_refused_from_the_operator() {
         for flags in [
             &["-X", "POST"][..],
             &["-d", "a=1"],
             &["--json", "{}"],
             &["-o", "f"],
+            &["--check", "http://h/"],
         ] {
             assert!(server(flags).is_err(), "{flags:?}");
         }

@@ -2,9 +2,9 @@
 //! (the single run today, a batch driver) can drive a request: open the log,
 //! the signal watch and the scope state; keep a task's key; make the sink;
 //! refuse a request that keeps failing the same way (the no-progress guard);
-//! run the loop; close the state (and count the task's requests); write the
-//! outcome (line or agent object, `-w`, `-D`, `--log`, `--escalate`). Each
-//! step takes the plan and hands back data.
+//! run the loop (counting a task's attempts as they go); close the state;
+//! write the outcome (line or agent object, `-w`, `-D`, `--log`,
+//! `--escalate`). Each step takes the plan and hands back data.
 
 use std::cell::{OnceCell, RefCell};
 use std::io::Write;
@@ -25,7 +25,7 @@ use crate::report::progress::{self, Progress};
 use crate::report::writeout::{Facts, Format};
 use crate::rules::decision::{self, StopWhy};
 use crate::run::record::{Ending, Record};
-use crate::run::{Check, Loop};
+use crate::run::{Check, Event, Loop};
 use crate::state::{FileStore, RedisStore, Shared, Store, TaskRefusal};
 
 use super::{append_to, print_object, write_outcome};
@@ -62,8 +62,8 @@ pub struct Session {
     /// guard, `--task`, `--log`, `--escalate`); `None` if its body file
     /// cannot be read.
     fingerprint: OnceCell<Option<String>>,
-    /// What the `--task` record held before this run: the requests its
-    /// runs sent, and the provider's id of what it created.
+    /// The requests the `--task`'s runs have sent (this one's counted as
+    /// they go), and the provider's id of what it created before this run.
     task_sent: u32,
     task_operation: Option<String>,
     /// `--check`'s GET, sharing the request's connection pool, and its URL.
@@ -437,6 +437,10 @@ impl Session {
             None => progress,
         };
         let audit = &mut self.audit;
+        // Each attempt of a task is counted in its record before it goes on
+        // the wire; a run without --task asks the state nothing more.
+        let task = plan.task.as_deref().zip(self.shared.as_ref());
+        let task_sent = &mut self.task_sent;
         let setting = Setting {
             context: &plan.context(),
             policy: &plan.policy,
@@ -449,6 +453,9 @@ impl Session {
             &mut self.cancel,
             &mut rand::random::<f64>,
             &mut |event| {
+                if let (Event::Sending { .. }, Some((task, shared))) = (&event, task) {
+                    *task_sent = shared.task_attempt(task).unwrap_or(*task_sent + 1);
+                }
                 progress.event(&event);
                 if let Some(audit) = audit {
                     audit.write(&Entry::of(&event, &setting));
@@ -470,16 +477,14 @@ impl Session {
                 shared.remember(fp, failed.then(|| error_identity(&record)).as_deref());
             }
             if let Some(task) = &plan.task {
-                let sent = record.attempts.len() as u32;
-                if sent > 0 || record.operation_id.is_some() {
-                    shared.task_ran(task, sent, record.operation_id.as_deref());
+                if let Some(id) = &record.operation_id {
+                    shared.task_created(task, id);
                 }
                 // Its last attempts were the task's last: no rerun may send more.
                 if let Ending::Decided(why) = &record.ending {
-                    let total = self.task_sent.saturating_add(sent);
                     record.ending = Ending::Decided(decision::task_spent(
                         why.clone(),
-                        total,
+                        self.task_sent,
                         plan.task_attempts,
                     ));
                 }

@@ -1,6 +1,7 @@
 //! `--log FILE`: an append-only audit trail, one JSON line per event of a
 //! run (its start with the request's fingerprint, request, answer or error,
-//! resume, wait, breaker, check, outcome), each with a sequence number, a
+//! resume, wait, breaker, check, a refusal by the scope's retry budget or
+//! `--max-delayed` queue, outcome), each with a sequence number, a
 //! UTC timestamp, the run's id, its scope and its `--task` as given (the log
 //! is the user's own file; the shared state keeps task ids hashed). Every entry is a
 //! typed [`Entry`], masked by the run's redactor as it is built, so that no
@@ -19,8 +20,10 @@ use crate::clock::{ceil_ms, floor_ms, rfc3339};
 use crate::redact::Redactor;
 use crate::report::outcome::{Context, Line};
 use crate::rules::decision::{Policy, Settlement};
+use crate::rules::retry_budget::{CROWD, RETRY};
 use crate::rules::scope::{BreakerNews, Level};
 use crate::run::Event;
+use crate::state::Refusal;
 
 /// One line of the log, after its `seq`, `time` and `run`: a public format,
 /// its names written here and never derived from Rust's.
@@ -75,6 +78,29 @@ pub enum Entry<'a> {
     CheckResult {
         status: Option<u16>,
         settled: &'static str,
+    },
+    /// The scope's retry budget refused the retry before `before_attempt`:
+    /// `retries_left` of `capacity` were in the bucket, and `others_spent`
+    /// other runs spent from it in the last `crowd_s` seconds (a run alone
+    /// is never refused); time alone puts a retry back in `refills_in_ms`.
+    RetryRefused {
+        before_attempt: u32,
+        retries_left: f64,
+        capacity: f64,
+        others_spent: usize,
+        crowd_s: u64,
+        refills_in_ms: u64,
+        /// When the run's caller may come back (UTC): the outcome's.
+        next_allowed_at: Option<String>,
+    },
+    /// `--max-delayed`: `waiting` runs already waited on the scope's gate,
+    /// of `max_delayed`, so this one ended rather than wait; the gate opens
+    /// in `gate_opens_in_ms`.
+    QueueFull {
+        waiting: usize,
+        max_delayed: u32,
+        gate_opens_in_ms: u64,
+        next_allowed_at: Option<String>,
     },
     /// The outcome line, as the run wrote it (masked when it was built).
     Outcome(&'a Line),
@@ -149,6 +175,40 @@ impl Entry<'_> {
                     Settlement::Unclear => "unclear",
                 },
             },
+            Event::Refused {
+                refusal,
+                next_allowed_at,
+            } => {
+                let next_allowed_at = next_allowed_at.map(rfc3339);
+                let retries = |thousandths: u32| f64::from(thousandths) / f64::from(RETRY);
+                match *refusal {
+                    Refusal::RetryBudget {
+                        attempt,
+                        left,
+                        capacity,
+                        company,
+                        refills_in,
+                    } => Entry::RetryRefused {
+                        before_attempt: attempt,
+                        retries_left: retries(left),
+                        capacity: retries(capacity),
+                        others_spent: company,
+                        crowd_s: CROWD.as_secs(),
+                        refills_in_ms: ceil_ms(refills_in),
+                        next_allowed_at,
+                    },
+                    Refusal::QueueFull {
+                        waiting,
+                        limit,
+                        opens_in,
+                    } => Entry::QueueFull {
+                        waiting,
+                        max_delayed: limit,
+                        gate_opens_in_ms: ceil_ms(opens_in),
+                        next_allowed_at,
+                    },
+                }
+            }
         }
     }
 }
@@ -325,6 +385,52 @@ mod tests {
         let value: Value = serde_json::to_value(&sent).unwrap();
         assert_eq!(value["url"], "https://h/p?k=***");
         assert_eq!(value["event"], "request");
+    }
+
+    #[test]
+    fn refusals_by_the_scopes_limits_say_what_they_weighed() {
+        let context = Context {
+            method: "GET".into(),
+            url: "https://h/".into(),
+            scope: "h".into(),
+            idempotency_key: None,
+        };
+        let setting = Setting {
+            context: &context,
+            policy: &Policy::default(),
+            redactor: &Redactor::default(),
+        };
+        let at = Some(UNIX_EPOCH + Duration::from_millis(1_764_496_800_000));
+        let budget = Refusal::RetryBudget {
+            attempt: 3,
+            left: 250,
+            capacity: 5_000,
+            company: 2,
+            refills_in: Duration::from_micros(7_500_200),
+        };
+        let entry = |refusal: &Refusal| {
+            let event = Event::Refused {
+                refusal,
+                next_allowed_at: at,
+            };
+            serde_json::to_value(Entry::of(&event, &setting)).unwrap()
+        };
+        assert_eq!(
+            entry(&budget),
+            json!({"event": "retry_refused", "before_attempt": 3, "retries_left": 0.25,
+                   "capacity": 5.0, "others_spent": 2, "crowd_s": 10, "refills_in_ms": 7501,
+                   "next_allowed_at": "2025-11-30T10:00:00.000Z"})
+        );
+        let queue = Refusal::QueueFull {
+            waiting: 4,
+            limit: 4,
+            opens_in: Duration::from_millis(1_200),
+        };
+        assert_eq!(
+            entry(&queue),
+            json!({"event": "queue_full", "waiting": 4, "max_delayed": 4,
+                   "gate_opens_in_ms": 1200, "next_allowed_at": "2025-11-30T10:00:00.000Z"})
+        );
     }
 
     #[test]

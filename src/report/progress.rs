@@ -148,6 +148,8 @@ impl Progress {
             Event::Checked { status, settlement } => self.say(&state, || {
                 crate::report::narrate::checked(status, settlement)
             }),
+            // The outcome's reason says it.
+            Event::Refused { .. } => {}
             Event::Waiting { wait, retry, .. } => {
                 state.clear();
                 let budget_left = self.budget_ends.saturating_duration_since(Instant::now());

@@ -151,11 +151,18 @@ pub fn may_retry(budget: &RetryBudget, now: Millis) -> Result<(), Millis> {
 /// before `now` (a spend stamped after `now`, by a clock that went back,
 /// counts as recent).
 pub fn crowded(budget: &RetryBudget, now: Millis, me: &str) -> bool {
+    company(budget, now, me) > 0
+}
+
+/// How many runs other than `me` spent from the bucket within [`CROWD`]
+/// before `now`, as [`crowded`] counts them.
+pub fn company(budget: &RetryBudget, now: Millis, me: &str) -> usize {
     let crowd = ceil_ms(CROWD);
     budget
         .spenders
         .iter()
-        .any(|s| s.by != me && s.at.saturating_add(crowd) > now)
+        .filter(|s| s.by != me && s.at.saturating_add(crowd) > now)
+        .count()
 }
 
 /// Run `me` takes one retry from the bucket (an empty bucket stays empty).

@@ -246,8 +246,8 @@ pub fn bind_task(
     }
 }
 
-/// After a run of the task: `sent` more requests, and the provider's id of
-/// what it created when the run learned it.
+/// `sent` more requests of the task (each is counted before it is sent),
+/// and the provider's id of what it created once a run learned it.
 pub fn task_ran(state: &mut ScopeState, task: &str, sent: u32, operation_id: Option<&str>) {
     if let Some(kept) = state.tasks.iter_mut().find(|t| t.task == task) {
         kept.sent = kept.sent.saturating_add(sent);

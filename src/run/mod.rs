@@ -16,7 +16,7 @@ pub mod record;
 
 pub use check::Check;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::clock::{Clock, Sleeper};
 use crate::edge::http::{Limits, Transport};
@@ -29,7 +29,7 @@ use crate::rules::delay::ServerDelay;
 use crate::rules::resume;
 use crate::rules::scope::{self, BreakerNews};
 use crate::run::record::{Attempt, Ending, Record};
-use crate::state::Shared;
+use crate::state::{Refusal, Shared};
 use attempt::{Attempted, Judged, LastError, Transfer, Turn};
 
 /// What the loop is doing, for `-v` narration and the progress display.
@@ -72,6 +72,13 @@ pub enum Event<'a> {
     Checked {
         status: Option<u16>,
         settlement: decision::Settlement,
+    },
+    /// The scope's own limits ended the run (its retry budget, its
+    /// `--max-delayed` queue): what they weighed, and when the run's caller
+    /// may come back (the record's moment).
+    Refused {
+        refusal: &'a Refusal,
+        next_allowed_at: Option<SystemTime>,
     },
 }
 
@@ -174,7 +181,14 @@ impl Loop<'_> {
             on_event,
         };
         let (ending, not_before) = self.attempts(&mut run, &mut world);
-        run.finish(clock, ending, not_before)
+        let record = run.finish(clock, ending, not_before);
+        if let Some(refusal) = self.shared.and_then(Shared::take_refusal) {
+            (world.on_event)(Event::Refused {
+                refusal: &refusal,
+                next_allowed_at: record.next_allowed_at,
+            });
+        }
+        record
     }
 
     /// Attempts until one of them, or a wait, ends the run.

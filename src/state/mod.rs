@@ -47,6 +47,29 @@ pub enum Admit {
     Unavailable(String),
 }
 
+/// What a refusal by the scope's own limits weighed, for the `--log`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The retry budget refused retry number `attempt`: `left` of
+    /// `capacity` retries (in thousandths) were in the bucket, `company`
+    /// other runs spent from it within [`retry_budget::CROWD`], and time
+    /// alone puts a retry back in `refills_in`.
+    RetryBudget {
+        attempt: u32,
+        left: u32,
+        capacity: u32,
+        company: usize,
+        refills_in: Duration,
+    },
+    /// `--max-delayed`: `waiting` runs already waited on the gate, of
+    /// `limit`; the gate opens in `opens_in`.
+    QueueFull {
+        waiting: usize,
+        limit: u32,
+        opens_in: Duration,
+    },
+}
+
 /// What the scope made of an attempt.
 #[derive(Debug, Default)]
 pub struct Learned {
@@ -90,6 +113,8 @@ pub struct Shared {
     flight: RefCell<Option<Flight>>,
     /// Called once each answer's lesson is in the record.
     after_lesson: Option<Box<dyn Fn()>>,
+    /// The refusal by the scope's limits that ends the run, if one did.
+    refusal: RefCell<Option<Refusal>>,
 }
 
 /// The requests of this process in flight, per scope: those an answer's
@@ -164,6 +189,7 @@ impl Shared {
             after_lesson: None,
             admitted: Cell::new(0),
             flight: RefCell::default(),
+            refusal: RefCell::default(),
         }
     }
 
@@ -291,6 +317,7 @@ impl Shared {
             return Admit::Go;
         }
         let mut admit = Admit::Go;
+        let mut waiting = 0;
         let updated = self.update(&mut |state, now| {
             let patience_end = now.saturating_add(clock::ceil_ms(patience));
             let (deadline, reserve_rate) = match self.just_in_time {
@@ -324,6 +351,7 @@ impl Shared {
                     until,
                     cause: scope::Wait::Gate(_),
                 } if self.policy.max_delayed.is_some() && !queue(state, until) => {
+                    waiting = scope::waiting(state, now);
                     Admit::QueueFull {
                         wait: after(now, until),
                         limit: self.policy.max_delayed.unwrap_or_default(),
@@ -339,7 +367,17 @@ impl Shared {
                 scope::dequeue(state, &self.me);
             }
         });
-        if updated { admit } else { self.unavailable() }
+        if !updated {
+            return self.unavailable();
+        }
+        if let Admit::QueueFull { wait, limit } = admit {
+            *self.refusal.borrow_mut() = Some(Refusal::QueueFull {
+                waiting,
+                limit,
+                opens_in: wait,
+            });
+        }
+        admit
     }
 
     /// Whether the scope's gate is open now (a store that cannot be read
@@ -430,9 +468,27 @@ impl Shared {
         self.update(&mut |state, now| {
             refused = scope::before_retry(state, now, &self.policy, attempt, backoff, &self.me)
                 .err()
-                .map(|until| after(now, until));
+                .map(|until| Refusal::RetryBudget {
+                    attempt,
+                    left: retry_budget::level(&state.retry_budget, now),
+                    capacity: retry_budget::CAPACITY,
+                    company: retry_budget::company(&state.retry_budget, now, &self.me),
+                    refills_in: after(now, until),
+                });
         });
-        refused.map_or(Ok(()), Err)
+        match refused {
+            Some(refusal @ Refusal::RetryBudget { refills_in, .. }) => {
+                *self.refusal.borrow_mut() = Some(refusal);
+                Err(refills_in)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The refusal by the scope's limits (its retry budget, `--max-delayed`)
+    /// that ended the run, once.
+    pub fn take_refusal(&self) -> Option<Refusal> {
+        self.refusal.take()
     }
 
     /// After a successful first attempt: what it earns the scope's budget
@@ -515,11 +571,27 @@ impl Shared {
         }
     }
 
-    /// After a run of `task`: counts the requests it sent, and keeps the
-    /// provider's id of what it created.
-    pub fn task_ran(&self, task: &str, sent: u32, operation_id: Option<&str>) {
+    /// Before an attempt of `task` goes on the wire: counts it in the
+    /// task's record, written (renamed into place, or committed) before it
+    /// is sent, so that a run killed after sending it (SIGKILL, OOM, a CI
+    /// timeout) still leaves it counted for `--task-attempts`; an attempt
+    /// cut before it reached the wire counts too, the safe side. The count
+    /// after it, by every run of the task; `None` if the store failed.
+    pub fn task_attempt(&self, task: &str) -> Option<u32> {
         let task = crate::state::scope_hash(task);
-        self.update(&mut |state, _| scope::task_ran(state, &task, sent, operation_id));
+        let mut sent = None;
+        let stored = self.update(&mut |state, _| {
+            scope::task_ran(state, &task, 1, None);
+            sent = state.tasks.iter().find(|t| t.task == task).map(|t| t.sent);
+        });
+        sent.filter(|_| stored)
+    }
+
+    /// After a run of `task` that learned it: keeps the provider's id of
+    /// what the task's write created (its requests are counted as they go).
+    pub fn task_created(&self, task: &str, operation_id: &str) {
+        let task = crate::state::scope_hash(task);
+        self.update(&mut |state, _| scope::task_ran(state, &task, 0, Some(operation_id)));
     }
 
     /// The breaker whose half-open probe this process holds, as last seen:
@@ -532,5 +604,125 @@ impl Shared {
         let mut notes = self.store.take_notes();
         notes.append(&mut self.notes.borrow_mut());
         notes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::retry_budget::{BudgetPolicy, CAPACITY, RETRY, RetryBudget, Spender};
+    use crate::rules::scope::GateCause;
+    use crate::state::memory::Memory;
+
+    const NOW: Millis = 1_000_000;
+
+    fn shared(state: ScopeState, max_delayed: Option<u32>) -> Shared {
+        let policy = ScopePolicy {
+            rate_interval: None,
+            breaker_threshold: 5,
+            breaker_first: Duration::from_millis(500),
+            breaker_cooldown: Duration::from_secs(30),
+            probe_ttl: Duration::from_secs(31),
+            retry_budget: Some(BudgetPolicy { per_success: 200 }),
+            max_delayed,
+        };
+        let store = Memory::new(state, || NOW);
+        Shared::new(
+            Box::new(store),
+            "s".into(),
+            "ep".into(),
+            policy,
+            None,
+            false,
+        )
+    }
+
+    #[test]
+    fn a_refusal_by_the_scopes_limits_keeps_what_it_weighed_once() {
+        // Two other runs emptied the bucket a second ago: a tenth is back.
+        let spender = |by: &str| Spender {
+            by: by.into(),
+            at: NOW - 1_000,
+        };
+        let spent = ScopeState {
+            retry_budget: RetryBudget {
+                spent: CAPACITY,
+                at: NOW - 1_000,
+                spenders: vec![spender("a"), spender("b")],
+            },
+            ..ScopeState::default()
+        };
+        let run = shared(spent, None);
+        assert_eq!(run.before_retry(1, None), Ok(()), "a first attempt goes");
+        assert_eq!(run.take_refusal(), None);
+        let Err(refills_in) = run.before_retry(2, None) else {
+            panic!("the retry was not refused");
+        };
+        assert_eq!(
+            run.take_refusal(),
+            Some(Refusal::RetryBudget {
+                attempt: 2,
+                left: RETRY / 10,
+                capacity: CAPACITY,
+                company: 2,
+                refills_in,
+            })
+        );
+        // 1 s of refill is a tenth back; nine tenths more take 9 s.
+        assert_eq!(refills_in, Duration::from_secs(9));
+        assert_eq!(run.take_refusal(), None, "taken once");
+
+        // One run waits on a gate closed for 2 s more; the next is refused.
+        let gated = ScopeState {
+            next_allowed_at: Some(NOW + 2_000),
+            gate_cause: Some(GateCause::RetryAfter),
+            ..ScopeState::default()
+        };
+        let full = shared(gated, Some(1));
+        let patience = Duration::from_secs(60);
+        assert!(matches!(full.admit(patience, true), Admit::Wait { .. }));
+        assert_eq!(full.take_refusal(), None);
+        let other = Shared {
+            me: "another".into(),
+            ..full
+        };
+        assert_eq!(
+            other.admit(patience, true),
+            Admit::QueueFull {
+                wait: Duration::from_secs(2),
+                limit: 1
+            }
+        );
+        assert_eq!(
+            other.take_refusal(),
+            Some(Refusal::QueueFull {
+                waiting: 1,
+                limit: 1,
+                opens_in: Duration::from_secs(2),
+            })
+        );
+    }
+
+    #[test]
+    fn each_attempt_of_a_task_is_counted_as_it_goes() {
+        let run = shared(ScopeState::default(), None);
+        let kept = run
+            .task_key("t", "key-1", "fp", Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(kept.sent, 0);
+        assert_eq!(run.task_attempt("t"), Some(1));
+        assert_eq!(run.task_attempt("t"), Some(2));
+        run.task_created("t", "/orders/9");
+        let again = run
+            .task_key("t", "key-2", "fp", Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(
+            (
+                again.key.as_str(),
+                again.sent,
+                again.operation_id.as_deref()
+            ),
+            ("key-1", 2, Some("/orders/9"))
+        );
     }
 }

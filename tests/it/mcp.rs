@@ -30,6 +30,25 @@ fn python() -> Option<PathBuf> {
     None
 }
 
+/// `client` (a script under tests/mcp) run with `args`: its JSON report.
+fn client(python: PathBuf, client: &str, args: &[&std::ffi::OsStr]) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp")
+        .join(client);
+    let out = Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_abide"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn a_real_mcp_client_lists_calls_is_held_refused_and_cancels() {
     let Some(python) = python() else { return };
@@ -39,21 +58,12 @@ fn a_real_mcp_client_lists_calls_is_held_refused_and_cancels() {
     ]);
     let hanging = scripted(vec![Step::new(200).delay(Duration::from_secs(30))]);
     let state = temp_dir("mcp");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_abide"))
-        .arg(limited.url())
-        .arg(hanging.url())
-        .arg(&state)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let (limited_url, hanging_url) = (limited.url(), hanging.url());
+    let report = client(
+        python,
+        "client.py",
+        &[limited_url.as_ref(), hanging_url.as_ref(), state.as_ref()],
     );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
 
     assert_eq!(report["server"], "abide");
     let tools = report["tools"].as_array().unwrap();
@@ -98,4 +108,58 @@ fn a_real_mcp_client_lists_calls_is_held_refused_and_cancels() {
     assert_eq!(report["running_after_cancel"], serde_json::json!([]));
     assert_eq!(report["alive_after_cancel"], true);
     assert_eq!(hanging.records().len(), 1);
+}
+
+/// The tool's `check`, through a real MCP client: a POST whose answer is a
+/// 503 is settled by a GET of the check URL with the key it sent, found
+/// done (`reconciled`) and never sent again; a check that is no http(s)
+/// URL is refused unsent, its password masked.
+#[test]
+fn a_real_mcp_client_settles_a_lost_write_with_its_check() {
+    let Some(python) = python() else { return };
+    let orders = scripted(vec![
+        Step::new(503),
+        Step::new(200).body(r#"{"id":"ord_42"}"#),
+    ]);
+    let state = temp_dir("mcp-check");
+    let url = orders.url();
+    let report = client(python, "check.py", &[url.as_ref(), state.as_ref()]);
+
+    let check = &report["input"]["properties"]["check"];
+    assert_eq!(check["type"], "string", "{check}");
+    assert!(
+        report["description"].as_str().unwrap().contains("`check`"),
+        "the tool's description says what check is for"
+    );
+
+    let order = &report["order"];
+    assert_eq!(order["is_error"], false, "{order}");
+    let o = &order["object"];
+    assert_eq!(o["outcome"], "SUCCEEDED", "{o}");
+    assert_eq!(o["reconciled"], true, "{o}");
+    assert_eq!(o["attempts"], 1, "{o}");
+    assert_eq!(o["body"]["id"], "ord_42", "{o}");
+    let records = orders.records();
+    let seen: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str()))
+        .collect();
+    let key = records[0].header("idempotency-key").unwrap();
+    assert_eq!(
+        seen,
+        [
+            ("POST", "/orders"),
+            ("GET", format!("/orders/by-key/{key}").as_str())
+        ],
+        "one POST, then its check, never a replay"
+    );
+    assert_eq!(records[1].header("idempotency-key"), Some(key));
+
+    let bad = &report["bad"];
+    assert_eq!(bad["is_error"], true, "{bad}");
+    assert_eq!(bad["object"]["outcome"], "USAGE_ERROR");
+    let reason = bad["object"]["reason"].as_str().unwrap();
+    assert!(reason.contains("the check"), "{reason}");
+    assert!(!reason.contains("hunter2"), "{reason}");
+    assert_eq!(orders.records().len(), 2, "a refused call was sent");
 }

@@ -18,6 +18,9 @@ on_both_backends!(
     a_check_that_finds_nothing_replays_the_write_once_with_the_same_key,
     a_task_belongs_to_the_request_it_was_made_for,
     a_task_spends_its_attempts_across_reruns_then_needs_a_human,
+    a_killed_run_leaves_its_requests_counted_for_the_task,
+    the_log_says_what_the_retry_budget_weighed_when_it_refused,
+    the_log_says_what_a_full_queue_weighed,
 );
 
 /// One request the orders server saw.
@@ -460,6 +463,188 @@ fn a_task_spends_its_attempts_across_reruns_then_needs_a_human(b: &Backend) {
             64
         );
     }
+}
+
+/// `--task-attempts 5`: a run killed by SIGKILL while its third request is
+/// in flight (after two quick 503s) has counted all three in the task's
+/// record, so its rerun sends the 2 left, counted at the server, not 5.
+fn a_killed_run_leaves_its_requests_counted_for_the_task(b: &Backend) {
+    let lab = scripted(vec![
+        Step::new(503),
+        Step::new(503),
+        Step::new(503).hang(),
+        Step::new(503),
+    ]);
+    let scope = format!("killed-{}-{}", std::process::id(), rand_suffix());
+    let args = [
+        "--scope",
+        &scope,
+        "-X",
+        "PUT",
+        "--json",
+        "{}",
+        "--attempts",
+        "5",
+        "--backoff",
+        "10ms",
+        "--breaker",
+        "0",
+        "--idempotency-key",
+        "auto",
+        "--task",
+        "sync-482",
+        "--task-attempts",
+        "5",
+        &lab.url(),
+    ];
+    let mut killed = Live::spawn(b.abide(&args));
+    until("the third request", || lab.records().len() == 3);
+    killed.signal(libc::SIGKILL);
+    assert!(killed.ends());
+    let rerun = finish(b.abide(&args), b"");
+    assert_eq!(rerun.code, 10, "{}", rerun.stderr);
+    let o = rerun.outcome();
+    assert_eq!(o["outcome"], "NEEDS_HUMAN");
+    assert_eq!(o["attempts"], 2, "{o}");
+    let records = lab.records();
+    assert_eq!(
+        records.len(),
+        5,
+        "the task's five requests, however its runs ended"
+    );
+    // One write: the same key on every request, the killed run's and the rerun's.
+    let keys: std::collections::BTreeSet<_> = records
+        .iter()
+        .map(|r| r.header("idempotency-key"))
+        .collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(keys.iter().all(Option::is_some));
+}
+
+/// A run that keeps retrying (its seventh request held unanswered) has
+/// emptied the scope's retry budget; another run of the scope is refused
+/// its retry, and its log says what the budget weighed: its level, its
+/// capacity, the other run that spent within 10 s, and when to come back.
+fn the_log_says_what_the_retry_budget_weighed_when_it_refused(b: &Backend) {
+    let spender = scripted(vec![
+        Step::new(500),
+        Step::new(500),
+        Step::new(500),
+        Step::new(500),
+        Step::new(500),
+        Step::new(500),
+        Step::new(500).hang(),
+    ]);
+    let lab = scripted(vec![Step::new(500)]);
+    let scope = format!("refused-{}-{}", std::process::id(), rand_suffix());
+    let dir = temp_dir(&format!("log-budget-{}", matches!(b, Backend::Redis(_))));
+    let log = dir.join("audit.jsonl");
+    let common = ["--scope", &scope, "--backoff", "10ms", "--breaker", "0"];
+    let mut busy =
+        Live::spawn(b.abide(&[&common[..], &["--attempts", "10", &spender.url()]].concat()));
+    until("six retries spent", || spender.records().len() == 7);
+    let refused = finish(
+        b.abide(
+            &[
+                &common[..],
+                &[
+                    "--attempts",
+                    "3",
+                    "--log",
+                    log.to_str().unwrap(),
+                    &lab.url(),
+                ],
+            ]
+            .concat(),
+        ),
+        b"",
+    );
+    busy.signal(libc::SIGTERM);
+    assert_eq!(refused.code, 4, "{}", refused.stderr);
+    let o = refused.outcome();
+    assert!(
+        o["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the scope's retry budget is spent"),
+        "{o}"
+    );
+    assert_eq!(lab.records().len(), 1, "the retry was refused unsent");
+    let entries = lines_of(&log);
+    let events: Vec<&str> = entries
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        ["start", "request", "response", "retry_refused", "outcome"]
+    );
+    let e = &entries[3];
+    assert_eq!(e["scope"], scope.as_str());
+    assert_eq!(e["before_attempt"], 2);
+    assert!(e["retries_left"].as_f64().unwrap() < 1.0, "{e}");
+    assert_eq!(e["capacity"], 5.0);
+    assert_eq!(e["others_spent"], 1, "{e}");
+    assert_eq!(e["crowd_s"], 10);
+    assert!(e["refills_in_ms"].as_u64().unwrap() <= 10_000, "{e}");
+    assert_eq!(e["next_allowed_at"], o["next_allowed_at"], "{e}");
+    assert!(
+        rfc3339_time(e["next_allowed_at"].as_str().unwrap())
+            > rfc3339_time(e["time"].as_str().unwrap())
+    );
+}
+
+/// A Retry-After closes the scope's gate for 2 s; with `--max-delayed 1`,
+/// one run waits on it and the next ends at once, its log saying how many
+/// waited, the limit, and when the gate opens.
+fn the_log_says_what_a_full_queue_weighed(b: &Backend) {
+    let lab = scripted(vec![
+        Step::new(429).header("Retry-After", "2"),
+        Step::new(200),
+    ]);
+    let scope = format!("queue-{}-{}", std::process::id(), rand_suffix());
+    let dir = temp_dir(&format!("log-queue-{}", matches!(b, Backend::Redis(_))));
+    let (waiter_log, log) = (dir.join("waiter.jsonl"), dir.join("audit.jsonl"));
+    let first = finish(
+        b.abide(&["--scope", &scope, "--attempts", "1", &lab.url()]),
+        b"",
+    );
+    assert_eq!(first.code, 4, "{}", first.stderr);
+    let queued = |log: &Path| {
+        b.abide(&[
+            "--scope",
+            &scope,
+            "--max-delayed",
+            "1",
+            "--log",
+            log.to_str().unwrap(),
+            &lab.url(),
+        ])
+    };
+    let mut waiter = Live::spawn(queued(&waiter_log));
+    until("the waiter waits on the gate", || {
+        lines_of(&waiter_log).iter().any(|e| e["event"] == "wait")
+    });
+    let full = finish(queued(&log), b"");
+    assert_eq!(full.code, 5, "{}", full.stderr);
+    let o = full.outcome();
+    assert_eq!(o["attempts"], 0);
+    let entries = lines_of(&log);
+    let events: Vec<&str> = entries
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["start", "queue_full", "outcome"]);
+    let e = &entries[1];
+    assert_eq!(e["scope"], scope.as_str());
+    assert_eq!(e["waiting"], 1, "{e}");
+    assert_eq!(e["max_delayed"], 1);
+    let opens_in = e["gate_opens_in_ms"].as_u64().unwrap();
+    assert!(opens_in > 0 && opens_in <= 2000, "{e}");
+    assert_eq!(e["next_allowed_at"], o["next_allowed_at"], "{e}");
+    assert!(waiter.ends());
+    assert_eq!(waiter.finish().code, 0);
+    assert_eq!(lab.records().len(), 2, "the first run and the waiter");
 }
 
 #[test]
