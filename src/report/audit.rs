@@ -331,16 +331,32 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
+    fn context(url: &str) -> Context {
+        Context {
+            method: "GET".into(),
+            url: url.into(),
+            scope: "h".into(),
+            idempotency_key: None,
+        }
+    }
+
+    static DEFAULT_POLICY: std::sync::LazyLock<Policy> = std::sync::LazyLock::new(Policy::default);
+    static NO_SECRETS: std::sync::LazyLock<Redactor> = std::sync::LazyLock::new(Redactor::default);
+
+    /// The setting of a run with the default policy and nothing to mask.
+    fn plain(context: &Context) -> Setting<'_> {
+        Setting {
+            context,
+            policy: &DEFAULT_POLICY,
+            redactor: &NO_SECRETS,
+        }
+    }
+
     #[test]
     fn an_entry_follows_the_lines_own_fields_and_is_masked() {
         let mut redactor = Redactor::default();
         redactor.add("hunter2-secret");
-        let context = Context {
-            method: "GET".into(),
-            url: "https://h/p?k=hunter2-secret".into(),
-            scope: "h".into(),
-            idempotency_key: None,
-        };
+        let context = context("https://h/p?k=hunter2-secret");
         let policy = Policy::default();
         let setting = Setting {
             context: &context,
@@ -389,17 +405,8 @@ mod tests {
 
     #[test]
     fn refusals_by_the_scopes_limits_say_what_they_weighed() {
-        let context = Context {
-            method: "GET".into(),
-            url: "https://h/".into(),
-            scope: "h".into(),
-            idempotency_key: None,
-        };
-        let setting = Setting {
-            context: &context,
-            policy: &Policy::default(),
-            redactor: &Redactor::default(),
-        };
+        let context = context("https://h/");
+        let setting = plain(&context);
         let at = Some(UNIX_EPOCH + Duration::from_millis(1_764_496_800_000));
         let budget = Refusal::RetryBudget {
             attempt: 3,
@@ -450,17 +457,8 @@ mod tests {
             serde_json::to_value(BreakerEntry::new(&closed)).unwrap(),
             json!({"state": "closed", "level": "scope", "until": null})
         );
-        let context = Context {
-            method: "GET".into(),
-            url: "https://h/".into(),
-            scope: "h".into(),
-            idempotency_key: None,
-        };
-        let setting = Setting {
-            context: &context,
-            policy: &Policy::default(),
-            redactor: &Redactor::default(),
-        };
+        let context = context("https://h/");
+        let setting = plain(&context);
         assert_eq!(
             serde_json::to_value(Entry::of(&Event::Probing(Level::Scope), &setting)).unwrap(),
             json!({"event": "breaker", "state": "half_open", "level": "scope", "until": null})
