@@ -329,13 +329,13 @@ impl Http {
             agent.clone().shutdown();
         }
     }
+}
 
-    fn interrupted(&self) -> Failure {
-        Failure {
-            // Whether the server saw it is unknown; the run ends anyway.
-            phase: Phase::AfterSend,
-            message: "interrupted".into(),
-        }
+fn interrupted() -> Failure {
+    Failure {
+        // Whether the server saw it is unknown; the run ends anyway.
+        phase: Phase::AfterSend,
+        message: "interrupted".into(),
     }
 }
 
@@ -348,6 +348,8 @@ struct Hops<'a> {
     own_cookie: bool,
     jar: Option<&'a Mutex<Jar>>,
     net: &'a Net,
+    /// Set when the run is interrupted: a redirect's wait ends then.
+    interrupted: &'a AtomicBool,
 }
 
 impl<'a> Hops<'a> {
@@ -357,6 +359,7 @@ impl<'a> Hops<'a> {
         request: &Request,
         jar: Option<&'a Mutex<Jar>>,
         net: &'a Net,
+        interrupted: &'a AtomicBool,
     ) -> Hops<'a> {
         Hops {
             agent,
@@ -364,6 +367,7 @@ impl<'a> Hops<'a> {
             own_cookie: request.headers.contains_key(header::COOKIE),
             jar,
             net,
+            interrupted,
         }
     }
 
@@ -499,7 +503,15 @@ fn attempt(
                     ),
                 });
             }
-            std::thread::sleep(wait.delay);
+            // In slices, so that an interruption ends the wait at once
+            // where the attempt runs on the caller's thread.
+            let until = Instant::now() + wait.delay;
+            while let Some(left) = until.checked_duration_since(Instant::now()) {
+                if hops.interrupted.load(Ordering::SeqCst) {
+                    return Err(interrupted());
+                }
+                std::thread::sleep(left.min(POLL));
+            }
         }
         // Read to its end, so that its connection goes back to the pool for
         // the next hop; a body larger than a redirect's is dropped with it.
@@ -642,9 +654,10 @@ impl Http {
         let follow = self.follow_redirects;
         let jar = self.jar.clone();
         let net = Arc::clone(&self.net);
+        let cut = Arc::clone(&self.interrupted);
         self.pool
             .run(move || {
-                let hops = Hops::of(&agent, follow, &request, jar.as_deref(), &net);
+                let hops = Hops::of(&agent, follow, &request, jar.as_deref(), &net, &cut);
                 // The caller may have stopped listening; that is fine.
                 let _ = done.send(attempt(&hops, &request, limits, resume.as_ref()));
             })
@@ -658,7 +671,7 @@ impl Http {
                 // An interrupted attempt is abandoned: its thread ends with
                 // the process, or on its own when its connect gives up.
                 Err(mpsc::RecvTimeoutError::Timeout) if self.interrupted.load(Ordering::SeqCst) => {
-                    return Err(self.interrupted());
+                    return Err(interrupted());
                 }
                 // Kept here rather than by ureq, whose timers a server that
                 // accepts and never answers overran by up to two seconds.
@@ -684,7 +697,7 @@ impl Http {
 impl Transport for Http {
     fn send(&mut self, limits: Limits, resume: Option<&resume::From>) -> Result<Reply, Failure> {
         if self.interrupted.load(Ordering::SeqCst) {
-            return Err(self.interrupted());
+            return Err(interrupted());
         }
         // A body that must keep -Y bytes/s cannot go -y without a byte.
         let limits = match self.net.speed {
@@ -701,6 +714,7 @@ impl Transport for Http {
                 &self.request,
                 self.jar.as_deref(),
                 &self.net,
+                &self.interrupted,
             );
             attempt(&hops, &self.request, limits, resume)?
         } else {

@@ -563,3 +563,30 @@ fn a_signal_cuts_the_items_in_flight_and_sends_no_more() {
         "an item was sent after the signal"
     );
 }
+
+#[test]
+fn a_signal_cuts_a_redirects_wait_in_a_batch() {
+    // A redirect that asks to wait 30 s before it is followed; the wait is
+    // the attempt's own, on the worker's thread.
+    let (server, requests) = answering(|_| (302, "Location: /next\r\nRetry-After: 30\r\n".into()));
+    let dir = temp_dir("batch-redirect-wait");
+    let batch = write_batch(&dir, &[format!("{}/first", server.url())]);
+    let state = Backend::files("batch-redirect-wait-state");
+    let mut live = Live::spawn(state.abide(&["--batch", &batch, "-L"]));
+    let start = Instant::now();
+    while requests.load(SeqCst) < 1 {
+        assert!(start.elapsed() < Duration::from_secs(10), "nothing sent");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    live.signal(libc::SIGINT);
+    let run = live.finish();
+    assert_eq!(run.signal, Some(libc::SIGINT), "{}", run.stderr);
+    let lines = outcomes(&run);
+    assert_eq!(lines[0]["outcome"], "CANCELLED", "{lines:?}");
+    // Cut during the wait, not after it.
+    assert!(
+        lines[0]["elapsed_ms"].as_u64().unwrap() < 30_000,
+        "{lines:?}"
+    );
+    assert_eq!(requests.load(SeqCst), 1, "the redirect was followed");
+}
