@@ -427,7 +427,7 @@ impl Session {
         let progress = Progress::new(
             narrator,
             plan.request.method.clone(),
-            request_head(plan),
+            request_head(plan, &transport.added_headers()),
             plan.output.is_some(),
             self.face.verbose,
             progress::on_terminal(self.face.silent || self.face.agent || self.item.is_some()),
@@ -814,9 +814,10 @@ fn error_body(record: &Record, sink: &mut Sink) -> bool {
 }
 
 /// The request's head for `-v`, as curl shows it (`> GET /path HTTP/1.1`),
-/// with abide's own headers; ureq adds the framing ones. Every value goes
-/// through the redactor, so a credential shows as its mask.
-fn request_head(plan: &Plan) -> String {
+/// with abide's own headers and those the transport `added` (cookies, a
+/// `.netrc` login); ureq adds the framing ones. Every value goes through
+/// the redactor, so a credential shows as its mask.
+fn request_head(plan: &Plan, added: &ureq::http::HeaderMap) -> String {
     let uri = plan.request.url.parse::<ureq::http::Uri>().ok();
     let target = uri
         .as_ref()
@@ -829,7 +830,7 @@ fn request_head(plan: &Plan) -> String {
         .unwrap_or_default();
     let target = crate::redact::url(&target);
     let mut head = format!("{} {target} HTTP/1.1\nHost: {host}\n", plan.request.method);
-    for (name, value) in &plan.request.headers {
+    for (name, value) in plan.request.headers.iter().chain(added) {
         let value = String::from_utf8_lossy(value.as_bytes());
         // Masked where abide put it, however short: a credential header's
         // value (its scheme, "Bearer", may show).

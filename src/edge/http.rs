@@ -318,6 +318,28 @@ impl Http {
         self
     }
 
+    /// What the transport adds to the request as its first hop goes now:
+    /// the cookie engine's cookies and a `.netrc` login, which `-v` shows
+    /// with the request's own headers.
+    pub fn added_headers(&self) -> ureq::http::HeaderMap {
+        let hops = Hops::of(
+            &self.agent,
+            self.follow_redirects,
+            &self.request,
+            self.jar.as_deref(),
+            &self.net,
+            &self.interrupted,
+        );
+        let own = &self.request.headers;
+        let mut added = ureq::http::HeaderMap::new();
+        for (name, value) in &hops.dressed(&self.request).headers {
+            if !own.get_all(name).iter().any(|v| v == value) {
+                added.append(name, value.clone());
+            }
+        }
+        added
+    }
+
     /// Cuts any attempt in flight when called (from another thread): the
     /// caller stops waiting for it, its connection is shut, and a body
     /// being read fails instead of ending early.

@@ -399,3 +399,33 @@ fn a_state_that_fails_during_the_run_is_masked_in_the_outcome_and_log() {
     assert!(text.lines().count() >= 3, "{text}");
     assert_clean("the audit log", &text);
 }
+
+#[test]
+fn verbose_shows_the_cookies_and_netrc_login_the_transport_adds_masked() {
+    let lab = scripted(vec![Step::new(200)]);
+    let dir = temp_dir("secrets-added");
+    let netrc = dir.join("netrc");
+    std::fs::write(&netrc, "machine 127.0.0.1 login me password s3cr3t-netrc\n").unwrap();
+    let run = crate::util::run(&[
+        "-v",
+        "-b",
+        "sid=s3cr3t-cookie",
+        "--netrc-file",
+        netrc.to_str().unwrap(),
+        &format!("{}/who", lab.url()),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Sent as curl sends them, shown as what they are.
+    let seen = &lab.records()[0];
+    assert!(
+        seen.header("cookie").is_some_and(|c| c.contains(MARKER)),
+        "{seen:?}"
+    );
+    assert!(run.stderr.contains("> cookie: ***"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("> authorization: Basic ***"),
+        "{}",
+        run.stderr
+    );
+    assert_run_clean("-v with added headers", &run);
+}
