@@ -131,7 +131,7 @@ impl Store for Turns {
         self.with(|s| {
             s.update(scope, &mut |state, now| {
                 change(state, now);
-                spacing.set_interval(learned_spacing(state.pace.as_ref()));
+                spacing.set_interval(scope, learned_spacing(state.pace.as_ref()));
             })
         })
     }

@@ -302,7 +302,8 @@ impl Session {
             None => {
                 Http::new(&plan.settings, plan.request.clone()).map_err(|e| format!("{e:#}"))?
             }
-        };
+        }
+        .spaced_as(&plan.scope);
         // `--check`'s GET, on the same pool, cut by a signal as well.
         self.check = plan.check.as_deref().map(|url| {
             let key = plan.request.idempotency_key();

@@ -160,6 +160,8 @@ pub struct Http {
     pool: Pool,
     /// Attempts run on the caller's thread (see `on_callers_thread`).
     inline: bool,
+    /// The scope whose `--rate` spacing its writes keep (`spaced_as`).
+    scope: Arc<str>,
 }
 
 /// The size of ureq's read buffer, and of the sink's copy buffer.
@@ -285,6 +287,7 @@ impl Http {
             interrupted: Arc::default(),
             pool: Pool::default(),
             inline: false,
+            scope: Arc::from(""),
         })
     }
 
@@ -303,6 +306,7 @@ impl Http {
             interrupted: Arc::clone(&self.interrupted),
             pool: self.pool.clone(),
             inline: self.inline,
+            scope: Arc::clone(&self.scope),
         }
     }
 
@@ -329,6 +333,7 @@ impl Http {
             self.jar.as_deref(),
             &self.net,
             &self.interrupted,
+            &self.scope,
         );
         let own = &self.request.headers;
         let mut added = ureq::http::HeaderMap::new();
@@ -338,6 +343,12 @@ impl Http {
             }
         }
         added
+    }
+
+    /// Its writes keep the wire spacing of `scope` (a batch's `--rate`).
+    pub fn spaced_as(mut self, scope: &str) -> Http {
+        self.scope = Arc::from(scope);
+        self
     }
 
     /// Cuts any attempt in flight when called (from another thread): the
@@ -372,6 +383,8 @@ struct Hops<'a> {
     net: &'a Net,
     /// Set when the run is interrupted: a redirect's wait ends then.
     interrupted: &'a AtomicBool,
+    /// Whose wire spacing the writes keep.
+    scope: &'a str,
 }
 
 impl<'a> Hops<'a> {
@@ -382,6 +395,7 @@ impl<'a> Hops<'a> {
         jar: Option<&'a Mutex<Jar>>,
         net: &'a Net,
         interrupted: &'a AtomicBool,
+        scope: &'a str,
     ) -> Hops<'a> {
         Hops {
             agent,
@@ -390,6 +404,7 @@ impl<'a> Hops<'a> {
             jar,
             net,
             interrupted,
+            scope,
         }
     }
 
@@ -470,7 +485,7 @@ fn attempt(
             t.redirects = followed;
         });
         if let Some(spacing) = &hops.net.wire_spacing {
-            spacing.wait_turn();
+            spacing.wait_turn(hops.scope);
         }
         let spent = start.elapsed();
         let response = send_one(
@@ -677,9 +692,10 @@ impl Http {
         let jar = self.jar.clone();
         let net = Arc::clone(&self.net);
         let cut = Arc::clone(&self.interrupted);
+        let scope = Arc::clone(&self.scope);
         self.pool
             .run(move || {
-                let hops = Hops::of(&agent, follow, &request, jar.as_deref(), &net, &cut);
+                let hops = Hops::of(&agent, follow, &request, jar.as_deref(), &net, &cut, &scope);
                 // The caller may have stopped listening; that is fine.
                 let _ = done.send(attempt(&hops, &request, limits, resume.as_ref()));
             })
@@ -737,6 +753,7 @@ impl Transport for Http {
                 self.jar.as_deref(),
                 &self.net,
                 &self.interrupted,
+                &self.scope,
             );
             attempt(&hops, &self.request, limits, resume)?
         } else {

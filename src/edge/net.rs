@@ -3,6 +3,7 @@
 //! was (for `-w`: the times, the address, the redirects), credentials from
 //! `.netrc` per host, and the pace of a body (`--limit-rate`, `-Y`/`-y`).
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::net::UnixStream;
@@ -105,39 +106,64 @@ pub struct Net {
 }
 
 /// The last word on `--rate` within one process, taken just before a
-/// request is written: no two requests go out closer than `interval`. The
-/// scope's slots space requests when they are let go; between that and the
-/// write a thread may wait its turn for a core (16 ms was seen on two
-/// loaded cores), and the request after it, on time, then reaches the
-/// server too soon for a limiter with no burst.
+/// request is written: no two requests of a scope go out closer than its
+/// interval. The scope's slots space requests when they are let go;
+/// between that and the write a thread may wait its turn for a core (16 ms
+/// was seen on two loaded cores), and the request after it, on time, then
+/// reaches the server too soon for a limiter with no burst. Kept per scope:
+/// a batch over several APIs keeps each one's pace, not one for all.
 #[derive(Debug)]
 pub struct WireSpacing {
+    /// Where a scope starts: `--rate`, or the first pace of `--rate auto`.
+    first: Duration,
+    scopes: Mutex<HashMap<String, Arc<Turns>>>,
+}
+
+/// One scope's spacing and its last write.
+#[derive(Debug)]
+struct Turns {
     /// In nanoseconds: `--rate auto` changes it as the pace is learned.
     interval: AtomicU64,
     last: Mutex<Option<Instant>>,
 }
 
+fn nanos(interval: Duration) -> u64 {
+    u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl WireSpacing {
-    pub fn new(interval: Duration) -> WireSpacing {
-        let spacing = WireSpacing {
-            interval: AtomicU64::new(0),
-            last: Mutex::new(None),
-        };
-        spacing.set_interval(interval);
-        spacing
+    pub fn new(first: Duration) -> WireSpacing {
+        WireSpacing {
+            first,
+            scopes: Mutex::default(),
+        }
     }
 
-    /// The spacing from now on.
-    pub fn set_interval(&self, interval: Duration) {
-        let nanos = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
-        self.interval.store(nanos, Ordering::Relaxed);
+    fn of(&self, scope: &str) -> Arc<Turns> {
+        let mut scopes = self.scopes.lock().unwrap_or_else(|e| e.into_inner());
+        let turns = scopes.entry(scope.to_string()).or_insert_with(|| {
+            Arc::new(Turns {
+                interval: AtomicU64::new(nanos(self.first)),
+                last: Mutex::new(None),
+            })
+        });
+        Arc::clone(turns)
     }
 
-    /// Waits until `interval` after the last request's write, and marks
-    /// this one's; the turns are kept in order by the lock.
-    pub fn wait_turn(&self) {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let interval = Duration::from_nanos(self.interval.load(Ordering::Relaxed));
+    /// `scope`'s spacing from now on.
+    pub fn set_interval(&self, scope: &str, interval: Duration) {
+        self.of(scope)
+            .interval
+            .store(nanos(interval), Ordering::Relaxed);
+    }
+
+    /// Waits until `scope`'s interval after its last request's write, and
+    /// marks this one's; a scope's turns are kept in order by its lock, and
+    /// other scopes' go on meanwhile.
+    pub fn wait_turn(&self, scope: &str) {
+        let turns = self.of(scope);
+        let mut last = turns.last.lock().unwrap_or_else(|e| e.into_inner());
+        let interval = Duration::from_nanos(turns.interval.load(Ordering::Relaxed));
         if let Some(due) = last.map(|at| at + interval) {
             let now = Instant::now();
             if due > now {
@@ -562,14 +588,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_two_writes_go_out_closer_than_the_spacing() {
+    fn no_two_writes_of_a_scope_go_out_closer_than_its_spacing() {
         let spacing = WireSpacing::new(Duration::from_millis(20));
         let start = Instant::now();
         for _ in 0..3 {
-            spacing.wait_turn();
+            spacing.wait_turn("a");
         }
         // Three turns: the second and third each wait out the spacing.
         assert!(start.elapsed() >= Duration::from_millis(40));
+    }
+
+    #[test]
+    fn each_scope_keeps_its_own_spacing() {
+        let slow = Duration::from_secs(5);
+        let spacing = WireSpacing::new(slow);
+        spacing.set_interval("fast", Duration::ZERO);
+        let start = Instant::now();
+        spacing.wait_turn("slow");
+        // The slow scope's spacing holds neither another scope's first
+        // write nor a scope whose pace is faster: one shared spacing would
+        // have made these wait it out at least once.
+        spacing.wait_turn("other");
+        for _ in 0..3 {
+            spacing.wait_turn("fast");
+        }
+        assert!(start.elapsed() < slow);
     }
 
     #[test]

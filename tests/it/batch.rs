@@ -590,3 +590,32 @@ fn a_signal_cuts_a_redirects_wait_in_a_batch() {
     );
     assert_eq!(requests.load(SeqCst), 1, "the redirect was followed");
 }
+
+#[test]
+fn each_scope_of_a_batch_keeps_its_own_rate() {
+    // Two APIs, two items each, `--rate 1/s`: each scope's two requests go
+    // a second apart, the two scopes side by side. One spacing for the
+    // whole batch made it three seconds, each request waiting for the
+    // other API's.
+    let (a, a_requests) = keep_alive(|_| 200);
+    let (b, b_requests) = keep_alive(|_| 200);
+    let dir = temp_dir("batch-two-scopes");
+    let lines: Vec<String> = [&a, &a, &b, &b]
+        .iter()
+        .enumerate()
+        .map(|(n, server)| format!("{}/{n}", server.url()))
+        .collect();
+    let batch = write_batch(&dir, &lines);
+    let state = Backend::files("batch-two-scopes-state");
+    let start = Instant::now();
+    let run = finish(
+        state.abide(&["--batch", &batch, "--parallel", "4", "--rate", "1/s"]),
+        b"",
+    );
+    let took = start.elapsed();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!((a_requests.load(SeqCst), b_requests.load(SeqCst)), (2, 2));
+    // Never faster than each scope's rate, and not held by the other's.
+    assert!(took >= Duration::from_secs(1), "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
