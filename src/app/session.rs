@@ -6,7 +6,7 @@
 //! write the outcome (line or agent object, `-w`, `-D`, `--log`,
 //! `--escalate`). Each step takes the plan and hands back data.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::io::Write;
 use std::time::{Duration, SystemTime};
 
@@ -25,7 +25,7 @@ use crate::report::progress::{self, Progress};
 use crate::report::writeout::{Facts, Format};
 use crate::rules::decision::{self, StopWhy};
 use crate::run::record::{Ending, Record};
-use crate::run::{Check, Event, Loop};
+use crate::run::{Check, Loop};
 use crate::state::{FileStore, RedisStore, Shared, Store, TaskRefusal};
 
 use super::{append_to, print_object, write_outcome};
@@ -64,7 +64,7 @@ pub struct Session {
     fingerprint: OnceCell<Option<String>>,
     /// The requests the `--task`'s runs have sent (this one's counted as
     /// they go), and the provider's id of what it created before this run.
-    task_sent: u32,
+    task_sent: Cell<u32>,
     task_operation: Option<String>,
     /// `--check`'s GET, sharing the request's connection pool, and its URL.
     check: Option<(RefCell<Http>, String)>,
@@ -153,7 +153,7 @@ impl Session {
             shared,
             state_failure,
             fingerprint: OnceCell::new(),
-            task_sent: 0,
+            task_sent: Cell::new(0),
             task_operation: None,
             check: None,
             started: false,
@@ -185,7 +185,7 @@ impl Session {
             state_failure: held.state_failure,
             item: Some(id.to_string()),
             fingerprint: OnceCell::new(),
-            task_sent: 0,
+            task_sent: Cell::new(0),
             task_operation: None,
             check: None,
             started: false,
@@ -279,7 +279,7 @@ impl Session {
         };
         plan.set_idempotency_key(&kept.key)
             .map_err(Ending::Internal)?;
-        self.task_sent = kept.sent;
+        self.task_sent.set(kept.sent);
         self.task_operation = kept.operation_id;
         match decision::task_room(plan.policy.attempts, kept.sent, plan.task_attempts) {
             Some(room) => plan.policy.attempts = room,
@@ -385,6 +385,37 @@ impl Session {
 
     fn attempts(&mut self, plan: &Plan, transport: &mut Http, sink: &mut Sink) -> Record {
         self.log_start(plan);
+        // Each attempt of a task is counted in its record before it goes on
+        // the wire, and refused there once any run of the task has sent
+        // --task-attempts; a run without --task asks the state nothing more.
+        let task_sent = &self.task_sent;
+        let shared = self.shared.as_ref();
+        let ticket = |task: &str| {
+            let allowed = plan.task_attempts;
+            let spent = |sent| StopWhy::TaskSpent {
+                sent,
+                allowed: allowed.unwrap_or_default(),
+            };
+            match shared.and_then(|shared| shared.task_attempt(task, allowed)) {
+                Some(Ok(sent)) => {
+                    task_sent.set(sent);
+                    None
+                }
+                Some(Err(sent)) => {
+                    task_sent.set(sent);
+                    Some(spent(sent))
+                }
+                // The store failed: this run's own count still bounds it.
+                None if allowed.is_some_and(|allowed| task_sent.get() >= allowed) => {
+                    Some(spent(task_sent.get()))
+                }
+                None => {
+                    task_sent.set(task_sent.get() + 1);
+                    None
+                }
+            }
+        };
+        let ticket = plan.task.as_deref().map(|task| move || ticket(task));
         let looper = Loop {
             policy: &plan.policy,
             replay: plan.replay,
@@ -410,6 +441,7 @@ impl Session {
                 ),
             }),
             id_pointer: plan.id_pointer.as_deref(),
+            ticket: ticket.as_ref().map(|t| t as &dyn Fn() -> Option<StopWhy>),
         };
         // The URL as sent has no user-info, so its authority is safe to show.
         let host = plan
@@ -438,10 +470,6 @@ impl Session {
             None => progress,
         };
         let audit = &mut self.audit;
-        // Each attempt of a task is counted in its record before it goes on
-        // the wire; a run without --task asks the state nothing more.
-        let task = plan.task.as_deref().zip(self.shared.as_ref());
-        let task_sent = &mut self.task_sent;
         let setting = Setting {
             context: &plan.context(),
             policy: &plan.policy,
@@ -454,9 +482,6 @@ impl Session {
             &mut self.cancel,
             &mut rand::random::<f64>,
             &mut |event| {
-                if let (Event::Sending { .. }, Some((task, shared))) = (&event, task) {
-                    *task_sent = shared.task_attempt(task).unwrap_or(*task_sent + 1);
-                }
                 progress.event(&event);
                 if let Some(audit) = audit {
                     audit.write(&Entry::of(&event, &setting));
@@ -485,7 +510,7 @@ impl Session {
                 if let Ending::Decided(why) = &record.ending {
                     record.ending = Ending::Decided(decision::task_spent(
                         why.clone(),
-                        self.task_sent,
+                        self.task_sent.get(),
                         plan.task_attempts,
                     ));
                 }

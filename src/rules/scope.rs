@@ -248,6 +248,26 @@ pub fn bind_task(
 
 /// `sent` more requests of the task (each is counted before it is sent),
 /// and the provider's id of what it created once a run learned it.
+/// One more request of `task`, unless it has sent `allowed` already:
+/// taken before the request goes, under the record's lock, so that runs of
+/// one task started together share its bound. `Ok` with the requests sent
+/// this one included, `Err` with those sent; `None` when the record keeps
+/// no such task.
+pub fn task_ticket(
+    state: &mut ScopeState,
+    task: &str,
+    allowed: Option<u32>,
+) -> Option<Result<u32, u32>> {
+    let kept = state.tasks.iter_mut().find(|t| t.task == task)?;
+    Some(match allowed {
+        Some(allowed) if kept.sent >= allowed => Err(kept.sent),
+        _ => {
+            kept.sent = kept.sent.saturating_add(1);
+            Ok(kept.sent)
+        }
+    })
+}
+
 pub fn task_ran(state: &mut ScopeState, task: &str, sent: u32, operation_id: Option<&str>) {
     if let Some(kept) = state.tasks.iter_mut().find(|t| t.task == task) {
         kept.sent = kept.sent.saturating_add(sent);

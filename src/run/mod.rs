@@ -105,6 +105,9 @@ pub struct Loop<'a> {
     pub check: Option<Check<'a>>,
     /// `--id-pointer`: where a 2xx body names what the write created.
     pub id_pointer: Option<&'a str>,
+    /// Asked just before each attempt is sent (a task's request counted in
+    /// its record): a refusal ends the run with it, nothing sent.
+    pub ticket: Option<&'a dyn Fn() -> Option<decision::StopWhy>>,
 }
 
 /// The world the loop runs in, injected so that tests drive it with fakes.
@@ -205,6 +208,9 @@ impl Loop<'_> {
                 Ok(left) => left,
                 Err(stop) => return (Ending::Decided(stop.why), stop.not_before),
             };
+            if let Some(why) = self.ticket.and_then(|ticket| ticket()) {
+                return (Ending::Decided(why), None);
+            }
             let limits = self.limits(left);
             (w.on_event)(Event::Sending {
                 attempt: number,
@@ -649,6 +655,7 @@ mod tests {
                     write: true,
                 }),
                 id_pointer: None,
+                ticket: None,
             };
             let mut sink =
                 Sink::file(std::path::Path::new("/dev/null"), &Default::default()).unwrap();

@@ -575,16 +575,17 @@ impl Shared {
     /// task's record, written (renamed into place, or committed) before it
     /// is sent, so that a run killed after sending it (SIGKILL, OOM, a CI
     /// timeout) still leaves it counted for `--task-attempts`; an attempt
-    /// cut before it reached the wire counts too, the safe side. The count
-    /// after it, by every run of the task; `None` if the store failed.
-    pub fn task_attempt(&self, task: &str) -> Option<u32> {
+    /// cut before it reached the wire counts too, the safe side. Refused,
+    /// uncounted, when the task has sent `allowed` already (by any run of
+    /// it, such as one started at the same time): `Ok` with the count after
+    /// it, `Err` with the count; `None` if the store failed.
+    pub fn task_attempt(&self, task: &str, allowed: Option<u32>) -> Option<Result<u32, u32>> {
         let task = crate::state::scope_hash(task);
-        let mut sent = None;
+        let mut ticket = None;
         let stored = self.update(&mut |state, _| {
-            scope::task_ran(state, &task, 1, None);
-            sent = state.tasks.iter().find(|t| t.task == task).map(|t| t.sent);
+            ticket = scope::task_ticket(state, &task, allowed);
         });
-        sent.filter(|_| stored)
+        ticket.filter(|_| stored)
     }
 
     /// After a run of `task` that learned it: keeps the provider's id of
@@ -710,8 +711,10 @@ mod tests {
             .task_key("t", "key-1", "fp", Duration::from_secs(60))
             .unwrap();
         assert_eq!(kept.sent, 0);
-        assert_eq!(run.task_attempt("t"), Some(1));
-        assert_eq!(run.task_attempt("t"), Some(2));
+        assert_eq!(run.task_attempt("t", Some(2)), Some(Ok(1)));
+        assert_eq!(run.task_attempt("t", Some(2)), Some(Ok(2)));
+        // The third is refused, uncounted: another run of the task took it.
+        assert_eq!(run.task_attempt("t", Some(2)), Some(Err(2)));
         run.task_created("t", "/orders/9");
         let again = run
             .task_key("t", "key-2", "fp", Duration::from_secs(60))

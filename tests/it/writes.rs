@@ -19,6 +19,7 @@ on_both_backends!(
     a_task_belongs_to_the_request_it_was_made_for,
     a_task_spends_its_attempts_across_reruns_then_needs_a_human,
     a_killed_run_leaves_its_requests_counted_for_the_task,
+    two_runs_of_one_task_at_once_share_its_attempts,
     the_log_says_what_the_retry_budget_weighed_when_it_refused,
     the_log_says_what_a_full_queue_weighed,
 );
@@ -519,6 +520,60 @@ fn a_killed_run_leaves_its_requests_counted_for_the_task(b: &Backend) {
         .collect();
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert!(keys.iter().all(Option::is_some));
+}
+
+/// Two runs of one task started together (an agent that called again
+/// while its first call still ran): each read a count of 0 at its start
+/// and would have sent its 4; the count is taken per request, under the
+/// record's lock, so the two send 4 between them.
+fn two_runs_of_one_task_at_once_share_its_attempts(b: &Backend) {
+    let lab = scripted(vec![Step::new(503).delay(std::time::Duration::from_millis(40))]);
+    let scope = format!("together-{}-{}", std::process::id(), rand_suffix());
+    let args = [
+        "--scope",
+        &scope,
+        "-X",
+        "PUT",
+        "--json",
+        "{}",
+        "--attempts",
+        "4",
+        "--backoff",
+        "10ms",
+        "--breaker",
+        "0",
+        "--retry-budget",
+        "0",
+        "--idempotency-key",
+        "auto",
+        "--task",
+        "sync-7",
+        "--task-attempts",
+        "4",
+        &lab.url(),
+    ];
+    let first = Live::spawn(b.abide(&args));
+    let second = Live::spawn(b.abide(&args));
+    let runs = [first.finish(), second.finish()];
+    let records = lab.records();
+    assert_eq!(records.len(), 4, "the task's four requests, not eight");
+    let attempts: u64 = runs
+        .iter()
+        .map(|run| run.outcome()["attempts"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        attempts,
+        4,
+        "{:?}",
+        runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
+    );
+    // The run that found the task spent needs a human, as a rerun would.
+    assert!(
+        runs.iter()
+            .any(|run| run.outcome()["outcome"] == "NEEDS_HUMAN"),
+        "{:?}",
+        runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
+    );
 }
 
 /// A run that keeps retrying (its seventh request held unanswered) has
