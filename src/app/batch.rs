@@ -67,12 +67,12 @@ struct Batch<'a> {
 }
 
 /// The batch's first item goes alone until its first answer's lesson is in
-/// the scope's record (or it ended, or [`FIRST_HOLD`] passed): what it learns (the server's stated
-/// quota, a Retry-After, a host that is down) is known before any other
-/// item is let go. Without it, `--parallel`
+/// the scope's record (or it ended, or [`FIRST_HOLD`] passed): what it
+/// learns (the server's stated quota, a Retry-After, a host that is down)
+/// is known before any other item is let go. Without it, `--parallel`
 /// requests went out at once on first contact, and those beyond a quota
-/// smaller than `--parallel` were refused, or sent just after another's 429
-/// had come back.
+/// smaller than `--parallel` were refused, or sent just after another's
+/// 429 had come back.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum First {
     NotYet,

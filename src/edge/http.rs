@@ -326,15 +326,7 @@ impl Http {
     /// the cookie engine's cookies and a `.netrc` login, which `-v` shows
     /// with the request's own headers.
     pub fn added_headers(&self) -> ureq::http::HeaderMap {
-        let hops = Hops::of(
-            &self.agent,
-            self.follow_redirects,
-            &self.request,
-            self.jar.as_deref(),
-            &self.net,
-            &self.interrupted,
-            &self.scope,
-        );
+        let hops = self.hops();
         let own = &self.request.headers;
         let mut added = ureq::http::HeaderMap::new();
         for (name, value) in &hops.dressed(&self.request).headers {
@@ -343,6 +335,19 @@ impl Http {
             }
         }
         added
+    }
+
+    /// What every hop of this client's attempt adds and keeps.
+    fn hops(&self) -> Hops<'_> {
+        Hops::of(
+            &self.agent,
+            self.follow_redirects,
+            &self.request,
+            self.jar.as_deref(),
+            &self.net,
+            &self.interrupted,
+            &self.scope,
+        )
     }
 
     /// Its writes keep the wire spacing of `scope` (a batch's `--rate`).
@@ -746,16 +751,7 @@ impl Transport for Http {
             None => limits,
         };
         let response = if self.inline {
-            let hops = Hops::of(
-                &self.agent,
-                self.follow_redirects,
-                &self.request,
-                self.jar.as_deref(),
-                &self.net,
-                &self.interrupted,
-                &self.scope,
-            );
-            attempt(&hops, &self.request, limits, resume)?
+            attempt(&self.hops(), &self.request, limits, resume)?
         } else {
             self.on_pool(limits, resume)?
         };

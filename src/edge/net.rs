@@ -141,6 +141,9 @@ impl WireSpacing {
 
     fn of(&self, scope: &str) -> Arc<Turns> {
         let mut scopes = self.scopes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(turns) = scopes.get(scope) {
+            return Arc::clone(turns);
+        }
         let turns = scopes.entry(scope.to_string()).or_insert_with(|| {
             Arc::new(Turns {
                 interval: AtomicU64::new(nanos(self.first)),

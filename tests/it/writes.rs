@@ -527,7 +527,9 @@ fn a_killed_run_leaves_its_requests_counted_for_the_task(b: &Backend) {
 /// and would have sent its 4; the count is taken per request, under the
 /// record's lock, so the two send 4 between them.
 fn two_runs_of_one_task_at_once_share_its_attempts(b: &Backend) {
-    let lab = scripted(vec![Step::new(503).delay(std::time::Duration::from_millis(40))]);
+    let lab = scripted(vec![
+        Step::new(503).delay(std::time::Duration::from_millis(40)),
+    ]);
     let scope = format!("together-{}-{}", std::process::id(), rand_suffix());
     let args = [
         "--scope",
