@@ -349,32 +349,52 @@ fn the_journal_resumes_after_sigkill_without_sending_an_ended_item_twice() {
     assert_eq!(outcomes(&second).len(), 24 - before.len());
 }
 
+/// A lab taking `limit` requests a `window`, and a batch of `items` URLs
+/// on it with `--parallel` `parallel`, which succeeds.
+fn batch_on_a_quota(
+    state: &Backend,
+    (limit, window): (u32, Duration),
+    items: usize,
+    parallel: &str,
+) -> Lab {
+    let lab = Lab::start(
+        0,
+        LabConfig {
+            limit,
+            window,
+            ..LabConfig::default()
+        },
+    )
+    .expect("the lab starts");
+    let dir = temp_dir("batch-quota");
+    let lines: Vec<String> = (0..items).map(|n| format!("{}/b{n}", lab.url())).collect();
+    let batch = write_batch(&dir, &lines);
+    let run = finish(
+        state.abide(&["--batch", &batch, "--parallel", parallel]),
+        b"",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    lab
+}
+
+/// The lab saw `sent` requests and refused none.
+fn none_beyond_the_quota(lab: &Lab, sent: usize) {
+    let records = lab.records();
+    assert_eq!(records.len(), sent, "{records:?}");
+    let refused: Vec<_> = records.iter().filter(|r| r.status != Some(200)).collect();
+    assert!(refused.is_empty(), "sent beyond the quota: {refused:?}");
+}
+
 /// The lab takes 3 requests a second (its `RateLimit` field counting them
 /// down) from a batch of 3 workers: each worker's next item is admitted
 /// while the others' answers are on their way, and none of them may spend
 /// the quota those answers will say is used up. Nothing is sent beyond the
 /// quota, so nothing is refused; nor is a single run that comes after.
 fn no_request_follows_an_answer_that_used_the_quota_up(state: &Backend) {
-    let lab = Lab::start(
-        0,
-        LabConfig {
-            limit: 3,
-            window: Duration::from_secs(1),
-            ..LabConfig::default()
-        },
-    )
-    .expect("the lab starts");
-    let dir = temp_dir("batch-quota");
-    let lines: Vec<String> = (0..9).map(|n| format!("{}/b{n}", lab.url())).collect();
-    let batch = write_batch(&dir, &lines);
-    let run = finish(state.abide(&["--batch", &batch, "--parallel", "3"]), b"");
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lab = batch_on_a_quota(state, (3, Duration::from_secs(1)), 9, "3");
     let single = finish(state.abide(&[&format!("{}/single", lab.url())]), b"");
     assert_eq!(single.code, 0, "{}", single.stderr);
-    let records = lab.records();
-    assert_eq!(records.len(), 10, "{records:?}");
-    let refused: Vec<_> = records.iter().filter(|r| r.status != Some(200)).collect();
-    assert!(refused.is_empty(), "sent beyond the quota: {refused:?}");
+    none_beyond_the_quota(&lab, 10);
 }
 
 /// A quota (2 a window) smaller than `--parallel` (4), on first contact:
@@ -382,24 +402,8 @@ fn no_request_follows_an_answer_that_used_the_quota_up(state: &Backend) {
 /// request is left, and so one more goes before the window resets. Four
 /// starting at once had two of them refused.
 fn on_first_contact_the_first_answer_is_known_before_the_others_go(state: &Backend) {
-    let lab = Lab::start(
-        0,
-        LabConfig {
-            limit: 2,
-            window: Duration::from_millis(600),
-            ..LabConfig::default()
-        },
-    )
-    .expect("the lab starts");
-    let dir = temp_dir("batch-first");
-    let lines: Vec<String> = (0..4).map(|n| format!("{}/f{n}", lab.url())).collect();
-    let batch = write_batch(&dir, &lines);
-    let run = finish(state.abide(&["--batch", &batch, "--parallel", "4"]), b"");
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let records = lab.records();
-    assert_eq!(records.len(), 4, "{records:?}");
-    let refused: Vec<_> = records.iter().filter(|r| r.status != Some(200)).collect();
-    assert!(refused.is_empty(), "sent beyond the quota: {refused:?}");
+    let lab = batch_on_a_quota(state, (2, Duration::from_millis(600)), 4, "4");
+    none_beyond_the_quota(&lab, 4);
 }
 
 #[test]
