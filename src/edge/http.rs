@@ -326,15 +326,7 @@ impl Http {
     /// the cookie engine's cookies and a `.netrc` login, which `-v` shows
     /// with the request's own headers.
     pub fn added_headers(&self) -> ureq::http::HeaderMap {
-        let hops = self.hops();
-        let own = &self.request.headers;
-        let mut added = ureq::http::HeaderMap::new();
-        for (name, value) in &hops.dressed(&self.request).headers {
-            if !own.get_all(name).iter().any(|v| v == value) {
-                added.append(name, value.clone());
-            }
-        }
-        added
+        self.hops().additions(&self.request)
     }
 
     /// What every hop of this client's attempt adds and keeps.
@@ -413,11 +405,11 @@ impl<'a> Hops<'a> {
         }
     }
 
-    /// The hop's request with what curl adds per host: the engine's
-    /// cookies before any `-b` string, and a `.netrc` login where the
-    /// request has no Authorization of its own.
-    fn dressed(&self, hop: &Request) -> Request {
-        let mut dressed = hop.clone();
+    /// What curl adds to a hop per host: the engine's cookies before any
+    /// `-b` string, and a `.netrc` login where the request has no
+    /// Authorization of its own.
+    fn additions(&self, hop: &Request) -> ureq::http::HeaderMap {
+        let mut added = ureq::http::HeaderMap::new();
         let url = url::Url::parse(&hop.url).ok();
         let engine = self
             .jar
@@ -432,7 +424,7 @@ impl<'a> Hops<'a> {
             && !self.own_cookie
             && let Ok(value) = HeaderValue::try_from(cookie.join("; "))
         {
-            dressed.headers.append(header::COOKIE, value);
+            added.append(header::COOKIE, value);
         }
         let has_auth = hop.headers.contains_key(header::AUTHORIZATION);
         let host = url.as_ref().and_then(|u| u.host_str()).unwrap_or_default();
@@ -441,10 +433,10 @@ impl<'a> Hops<'a> {
             let pair = format!("{}:{}", login.login, login.password);
             let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
             if let Ok(value) = HeaderValue::try_from(format!("Basic {encoded}")) {
-                dressed.headers.append(header::AUTHORIZATION, value);
+                added.append(header::AUTHORIZATION, value);
             }
         }
-        dressed
+        added
     }
 
     /// Keeps the cookies an answer to `url` sets.
@@ -495,7 +487,8 @@ fn attempt(
         let spent = start.elapsed();
         let response = send_one(
             hops.agent,
-            &hops.dressed(&hop),
+            &hop,
+            &hops.additions(&hop),
             Limits {
                 head: limits.head.saturating_sub(spent),
                 total: limits.total.map(|t| t.saturating_sub(spent)),
@@ -612,17 +605,18 @@ fn origin(url: &str) -> Option<(String, String, Option<u16>)> {
     ))
 }
 
-/// One request, to its response head.
+/// One request, with the headers its hop `added`, to its response head.
 fn send_one(
     agent: &Agent,
     request: &Request,
+    added: &ureq::http::HeaderMap,
     limits: Limits,
     resume: Option<&resume::From>,
 ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
     let mut builder = ureq::http::Request::builder()
         .method(request.method.as_str())
         .uri(request.url.as_str());
-    for (name, value) in &request.headers {
+    for (name, value) in request.headers.iter().chain(added) {
         builder = builder.header(name, value);
     }
     for (name, value) in resume.iter().flat_map(|from| from.headers()) {

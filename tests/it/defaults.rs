@@ -59,19 +59,24 @@ fn no_wait_beyond_the_backoff_ceiling(log: &std::path::Path) {
     }
 }
 
-fn twenty_attempts_against_a_refused_port_are_twenty(b: &Backend) {
-    let dir = temp_dir(&format!("defaults-refused-{}", rand_suffix()));
-    let log = dir.join("log");
-    let url = format!("http://127.0.0.1:{}/", free_port());
-    let name = scope("refused");
+/// A run of `--attempts 20` on `url` with tiny waits, in a fresh scope
+/// named after `what`, and its `--log`.
+fn twenty_attempts(b: &Backend, what: &str, url: &str) -> (Run, std::path::PathBuf) {
+    let log = temp_dir(&format!("defaults-{what}-{}", rand_suffix())).join("log");
+    let name = scope(what);
     let args = [
         &["--scope", &name, "--attempts", "20", "--log"][..],
         &[log.to_str().unwrap()],
         &TINY,
-        &[&url],
+        &[url],
     ]
     .concat();
-    let run = finish(b.abide(&args), b"");
+    (finish(b.abide(&args), b""), log)
+}
+
+fn twenty_attempts_against_a_refused_port_are_twenty(b: &Backend) {
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    let (run, log) = twenty_attempts(b, "refused", &url);
     let o = run.outcome();
     assert_eq!(o["attempts"], 20, "{}", run.stderr);
     assert_eq!(o["history"].as_array().unwrap().len(), 20);
@@ -93,18 +98,7 @@ fn a_service_failing_nineteen_times_is_polled_until_it_answers(b: &Backend) {
     let mut steps = vec![Step::new(503); 19];
     steps.push(Step::new(200));
     let lab = scripted(steps);
-    let dir = temp_dir(&format!("defaults-503-{}", rand_suffix()));
-    let log = dir.join("log");
-    let name = scope("503");
-    let url = lab.url();
-    let args = [
-        &["--scope", &name, "--attempts", "20", "--log"][..],
-        &[log.to_str().unwrap()],
-        &TINY,
-        &[&url],
-    ]
-    .concat();
-    let run = finish(b.abide(&args), b"");
+    let (run, log) = twenty_attempts(b, "503", &lab.url());
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(lab.records().len(), 20);
     assert_eq!(run.outcome()["attempts"], 20);

@@ -476,28 +476,8 @@ fn a_killed_run_leaves_its_requests_counted_for_the_task(b: &Backend) {
         Step::new(503).hang(),
         Step::new(503),
     ]);
-    let scope = format!("killed-{}-{}", std::process::id(), rand_suffix());
-    let args = [
-        "--scope",
-        &scope,
-        "-X",
-        "PUT",
-        "--json",
-        "{}",
-        "--attempts",
-        "5",
-        "--backoff",
-        "10ms",
-        "--breaker",
-        "0",
-        "--idempotency-key",
-        "auto",
-        "--task",
-        "sync-482",
-        "--task-attempts",
-        "5",
-        &lab.url(),
-    ];
+    let args = task_put("killed", "5", &lab.url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut killed = Live::spawn(b.abide(&args));
     until("the third request", || lab.records().len() == 3);
     killed.signal(libc::SIGKILL);
@@ -522,6 +502,35 @@ fn a_killed_run_leaves_its_requests_counted_for_the_task(b: &Backend) {
     assert!(keys.iter().all(Option::is_some));
 }
 
+/// A keyed PUT of one task on a fresh scope named after `what`, with
+/// `attempts` for the run and for the task, quick backoff and no breaker.
+fn task_put(what: &str, attempts: &str, url: &str) -> Vec<String> {
+    let scope = format!("{what}-{}-{}", std::process::id(), rand_suffix());
+    [
+        "--scope",
+        &scope,
+        "-X",
+        "PUT",
+        "--json",
+        "{}",
+        "--attempts",
+        attempts,
+        "--backoff",
+        "10ms",
+        "--breaker",
+        "0",
+        "--idempotency-key",
+        "auto",
+        "--task",
+        what,
+        "--task-attempts",
+        attempts,
+        url,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// Two runs of one task started together (an agent that called again
 /// while its first call still ran): each read a count of 0 at its start
 /// and would have sent its 4; the count is taken per request, under the
@@ -530,30 +539,10 @@ fn two_runs_of_one_task_at_once_share_its_attempts(b: &Backend) {
     let lab = scripted(vec![
         Step::new(503).delay(std::time::Duration::from_millis(40)),
     ]);
-    let scope = format!("together-{}-{}", std::process::id(), rand_suffix());
-    let args = [
-        "--scope",
-        &scope,
-        "-X",
-        "PUT",
-        "--json",
-        "{}",
-        "--attempts",
-        "4",
-        "--backoff",
-        "10ms",
-        "--breaker",
-        "0",
-        "--retry-budget",
-        "0",
-        "--idempotency-key",
-        "auto",
-        "--task",
-        "sync-7",
-        "--task-attempts",
-        "4",
-        &lab.url(),
-    ];
+    // Two runs of one scope retrying: the retry budget would refuse some.
+    let mut args = task_put("together", "4", &lab.url());
+    args.splice(0..0, ["--retry-budget".to_string(), "0".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let first = Live::spawn(b.abide(&args));
     let second = Live::spawn(b.abide(&args));
     let runs = [first.finish(), second.finish()];
